@@ -1,0 +1,161 @@
+"""The ``brain`` command: the app, and the tools around it (config, doctor, models)."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import signal
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+from types import FrameType
+
+from assistant.config import (
+    ConfigError,
+    LoadedConfig,
+    add_setting_flags,
+    env_name,
+    flags_from_namespace,
+    load_config,
+    render,
+)
+from assistant.llm.server import LLMServerError, stop_all_servers
+from models import PARTS, ModelError, Progress
+
+EXIT_FAILURE = 1
+EXIT_USAGE = 2
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="brain", description="Brain OS: a voice-first personal assistant, offline."
+    )
+    commands = parser.add_subparsers(dest="command", metavar="COMMAND")
+
+    def command(name: str, help_text: str) -> argparse.ArgumentParser:
+        sub = commands.add_parser(name, help=help_text, description=help_text)
+        add_setting_flags(sub)
+        return sub
+
+    command("run", "open the terminal app (the default)")
+    config = command("config", "print the effective settings and where each came from")
+    config.add_argument("--json", action="store_true", help="print one JSON object")
+    doctor = command("doctor", "load every part of the profile and prove that it works")
+    doctor.add_argument("--json", action="store_true", help="print one JSON object")
+    command("models", "assemble and verify the profile's model weights")
+    add_setting_flags(parser)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    _exit_cleanly_on_signals()
+    try:
+        loaded = load_config(flags_from_namespace(args), config_file=_config_path(args))
+    except ConfigError as error:
+        print(f"brain: configuration error: {error}", file=sys.stderr)
+        return EXIT_USAGE
+    handlers = {
+        None: _run_app,
+        "run": _run_app,
+        "config": _show_config,
+        "doctor": _doctor,
+        "models": _models,
+    }
+    try:
+        return handlers[args.command](loaded, args)
+    except (ModelError, LLMServerError) as error:
+        print(f"brain: {error}", file=sys.stderr)
+        return EXIT_FAILURE
+    except KeyboardInterrupt:
+        return 130
+    finally:
+        stop_all_servers()
+
+
+def _config_path(args: argparse.Namespace) -> Path | None:
+    given = getattr(args, "config_file", None)
+    return Path(given) if given else None
+
+
+def _exit_cleanly_on_signals() -> None:
+    """SIGTERM and SIGHUP unwind like an exception, so every ``finally`` stops what it started."""
+
+    def raise_exit(signum: int, frame: FrameType | None) -> None:
+        raise SystemExit(128 + signum)
+
+    signal.signal(signal.SIGTERM, raise_exit)
+    signal.signal(signal.SIGHUP, raise_exit)
+
+
+def _run_app(loaded: LoadedConfig, args: argparse.Namespace) -> int:
+    from ui.app import BrainApp
+
+    app = BrainApp(loaded.settings)
+    app.run()
+    return app.return_code or 0
+
+
+def _show_config(loaded: LoadedConfig, args: argparse.Namespace) -> int:
+    rows = render(loaded)
+    if args.json:
+        print(
+            json.dumps(
+                {
+                    "config_file": str(loaded.config_file),
+                    "settings": {key: {"value": v, "source": s} for key, v, s in rows},
+                }
+            )
+        )
+        return 0
+    print(f"# config file: {loaded.config_file}")
+    width = max(len(key) for key, _, _ in rows)
+    for key, value, source in rows:
+        print(f"{key:<{width}} = {value or '(unset)'}    [{source}; env {env_name(key)}]")
+    return 0
+
+
+def _doctor(loaded: LoadedConfig, args: argparse.Namespace) -> int:
+    from assistant.doctor import CheckResult, Doctor, results_json
+
+    def show(result: CheckResult) -> None:
+        if not args.json:
+            print(result.line(), flush=True)
+
+    if not args.json:
+        print(f"brain doctor: profile {loaded.settings.profile}", flush=True)
+    progress = None if args.json else _print_progress
+    results = Doctor(loaded.settings, progress).run(show)
+    failed = [r.name for r in results if not r.ok]
+    if args.json:
+        print(json.dumps(results_json(loaded.settings, results)))
+    elif failed:
+        print(f"brain doctor: FAILED: {', '.join(failed)}")
+    else:
+        print("brain doctor: every part works")
+    return EXIT_FAILURE if failed else 0
+
+
+def _models(loaded: LoadedConfig, args: argparse.Namespace) -> int:
+    from assistant.model_paths import ProfileModels
+
+    models = ProfileModels(loaded.settings, _print_progress)
+    resolvers = {"stt": models.stt, "llm": models.llm, "tts": models.tts, "embedder": models.embedder}
+    for part in PARTS:
+        print(f"{part:<9} {resolvers[part]()}")
+    return 0
+
+
+def _print_progress(progress: Progress) -> None:
+    percent = 100 * progress.done / max(progress.total, 1)
+    end = "\n" if progress.done >= progress.total else ""
+    print(
+        f"\r{progress.action} {progress.weight_id}/{progress.file_name}: {percent:5.1f} %",
+        end=end,
+        file=sys.stderr,
+        flush=True,
+    )
+
+
+if __name__ == "__main__":
+    sys.exit(main())

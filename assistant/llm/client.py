@@ -1,0 +1,187 @@
+"""The one way Brain OS talks to a language model: the ``openai`` client, with clear errors.
+
+Every failure becomes an :class:`LLMError` whose message is one line a user can act on.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+from typing import Any, cast
+
+import openai
+
+from assistant.settings import JsonMode
+
+Message = dict[str, str]
+JsonSchema = dict[str, Any]
+
+
+class LLMError(Exception):
+    """The LLM could not answer; the message says why in one line."""
+
+
+class LLMUnavailable(LLMError):
+    """The endpoint cannot be reached, refused the request, or timed out."""
+
+
+class LLMReplyError(LLMError):
+    """The endpoint answered, but not with what was asked for (e.g. invalid JSON)."""
+
+
+@dataclass(frozen=True)
+class Endpoint:
+    base_url: str
+    model: str
+    api_key: str | None = None
+    is_local: bool = False
+
+    @property
+    def label(self) -> str:
+        return f"{self.model} at {self.base_url}"
+
+
+class LLMClient:
+    def __init__(
+        self, endpoint: Endpoint, timeout_s: float = 120.0, json_mode: JsonMode = "auto"
+    ) -> None:
+        self.endpoint = endpoint
+        self.timeout_s = timeout_s
+        self.json_mode: JsonMode = json_mode
+        if json_mode == "auto":
+            self.json_mode = "json_object_schema" if endpoint.is_local else "json_schema"
+        self._client = openai.OpenAI(
+            base_url=endpoint.base_url,
+            # Local servers and some proxies need no key, but the client insists on one.
+            api_key=endpoint.api_key or "not-needed",
+            timeout=timeout_s,
+            max_retries=1,
+        )
+
+    def close(self) -> None:
+        self._client.close()
+
+    def complete(
+        self,
+        messages: Sequence[Message],
+        *,
+        max_tokens: int | None = None,
+        temperature: float | None = None,
+    ) -> str:
+        """One whole reply as text."""
+        response = self._create(messages, max_tokens=max_tokens, temperature=temperature)
+        return _content(response)
+
+    def complete_json(
+        self,
+        messages: Sequence[Message],
+        schema: JsonSchema,
+        *,
+        max_tokens: int | None = None,
+        temperature: float | None = 0.0,
+    ) -> dict[str, Any]:
+        """A reply constrained to ``schema`` where the endpoint supports it, parsed."""
+        request_messages = list(messages)
+        if self.json_mode == "json_object":
+            request_messages.append(
+                {"role": "system", "content": "Reply with JSON matching: " + json.dumps(schema)}
+            )
+        response = self._create(
+            request_messages,
+            max_tokens=max_tokens,
+            temperature=temperature,
+            response_format=self._response_format(schema),
+        )
+        text = _content(response)
+        try:
+            value = json.loads(text)
+        except json.JSONDecodeError as error:
+            raise LLMReplyError(
+                f"{self.endpoint.label} did not reply with valid JSON ({error.msg} at "
+                f"character {error.pos}): {_clip(text)}"
+            ) from None
+        if not isinstance(value, dict):
+            raise LLMReplyError(f"{self.endpoint.label} replied with JSON that is not an object")
+        return value
+
+    def stream(
+        self,
+        messages: Sequence[Message],
+        *,
+        max_tokens: int | None = None,
+        temperature: float | None = None,
+    ) -> Iterator[str]:
+        """The reply, piece by piece, as the model writes it."""
+        chunks = self._create(
+            messages, max_tokens=max_tokens, temperature=temperature, stream=True
+        )
+        try:
+            for chunk in chunks:
+                if chunk.choices and chunk.choices[0].delta.content:
+                    yield chunk.choices[0].delta.content
+        except openai.APIError as error:
+            raise self._describe(error) from None
+        finally:
+            chunks.close()
+
+    def ping(self) -> list[str]:
+        """The model names the endpoint offers (also proves it is reachable)."""
+        try:
+            return [model.id for model in self._client.models.list()]
+        except openai.APIError as error:
+            raise self._describe(error) from None
+
+    def _response_format(self, schema: JsonSchema) -> dict[str, Any]:
+        if self.json_mode == "json_object_schema":
+            return {"type": "json_object", "schema": schema}
+        if self.json_mode == "json_schema":
+            return {
+                "type": "json_schema",
+                "json_schema": {"name": "reply", "schema": schema, "strict": True},
+            }
+        return {"type": "json_object"}
+
+    def _create(self, messages: Sequence[Message], **options: Any) -> Any:
+        arguments = {key: value for key, value in options.items() if value is not None}
+        try:
+            return self._client.chat.completions.create(
+                model=self.endpoint.model,
+                messages=cast(Any, list(messages)),
+                **arguments,
+            )
+        except openai.APIError as error:
+            raise self._describe(error) from None
+
+    def _describe(self, error: openai.APIError) -> LLMError:
+        where = self.endpoint.base_url
+        if isinstance(error, openai.APITimeoutError):
+            return LLMUnavailable(f"the LLM at {where} did not answer within {self.timeout_s:.0f} s")
+        if isinstance(error, openai.APIConnectionError):
+            cause = error.__cause__ or error.__context__
+            reason = f" ({_clip(str(cause), 120)})" if cause else ""
+            return LLMUnavailable(f"cannot reach the LLM at {where}{reason}")
+        if isinstance(error, openai.AuthenticationError):
+            return LLMUnavailable(f"the LLM at {where} rejected the API key (HTTP 401)")
+        if isinstance(error, openai.NotFoundError):
+            return LLMUnavailable(
+                f"the LLM at {where} does not know model {self.endpoint.model!r} (HTTP 404)"
+            )
+        if isinstance(error, openai.APIStatusError):
+            return LLMUnavailable(
+                f"the LLM at {where} answered HTTP {error.status_code}: {_clip(error.message)}"
+            )
+        return LLMError(f"the LLM at {where} failed: {_clip(str(error))}")
+
+
+def _content(response: Any) -> str:
+    try:
+        content = response.choices[0].message.content
+    except (AttributeError, IndexError, TypeError):
+        raise LLMReplyError("the LLM sent a reply with no message in it") from None
+    return content or ""
+
+
+def _clip(text: str, limit: int = 200) -> str:
+    text = " ".join(text.split())
+    return text if len(text) <= limit else text[: limit - 1] + "…"

@@ -1,0 +1,263 @@
+"""The local llama.cpp server: started on a free loopback port, supervised, always stopped.
+
+Start-up waits until the server answers through the ``openai`` client. A supervisor thread
+restarts a server that dies on its own (up to ``max_restarts`` times). ``stop`` is idempotent
+and also runs from ``atexit``; the child watches its parent, so SIGKILL of the app leaves no
+server behind either.
+"""
+
+from __future__ import annotations
+
+import atexit
+import contextlib
+import os
+import signal
+import socket
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from enum import Enum
+from pathlib import Path
+
+import openai
+
+HOST = "127.0.0.1"
+STOP_GRACE_SECONDS = 5.0
+LOG_TAIL_LINES = 8
+
+
+class LLMServerError(Exception):
+    """The local server could not be started or kept running."""
+
+
+class ServerState(Enum):
+    STARTING = "starting"
+    READY = "ready"
+    RESTARTING = "restarting"
+    STOPPED = "stopped"
+    FAILED = "failed"
+
+
+@dataclass(frozen=True)
+class ServerStatus:
+    state: ServerState
+    message: str
+
+
+StatusCallback = Callable[[ServerStatus], None]
+
+_live_servers: set[LocalLLMServer] = set()
+_live_lock = threading.Lock()
+
+
+def stop_all_servers() -> None:
+    """Stop every server this process started (atexit and signal paths call this)."""
+    with _live_lock:
+        servers = list(_live_servers)
+    for server in servers:
+        server.stop()
+
+
+atexit.register(stop_all_servers)
+
+
+def free_port() -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
+        probe.bind((HOST, 0))
+        port: int = probe.getsockname()[1]
+        return port
+
+
+@dataclass(frozen=True)
+class ServerOptions:
+    gguf: Path
+    model_alias: str
+    context_window: int = 4096
+    threads: int = 2
+    startup_timeout_s: float = 180.0
+    max_restarts: int = 3
+    log_path: Path | None = None
+
+
+class LocalLLMServer:
+    def __init__(self, options: ServerOptions, on_status: StatusCallback | None = None) -> None:
+        self.options = options
+        self._on_status = on_status
+        self._process: subprocess.Popen[bytes] | None = None
+        self._port = 0
+        self._stopping = threading.Event()
+        self._lock = threading.Lock()
+        self._restarts = 0
+        self._supervisor: threading.Thread | None = None
+
+    @property
+    def base_url(self) -> str:
+        return f"http://{HOST}:{self._port}/v1"
+
+    @property
+    def pid(self) -> int | None:
+        return self._process.pid if self._process else None
+
+    def start(self) -> str:
+        """Start the server and wait until it answers; return its base URL."""
+        if not self.options.gguf.exists():
+            raise LLMServerError(f"model file {self.options.gguf} does not exist")
+        self._stopping.clear()
+        with _live_lock:
+            _live_servers.add(self)
+        self._launch(fresh_port=True)
+        self._wait_until_ready()
+        self._supervisor = threading.Thread(
+            target=self._supervise, name="llm-server-supervisor", daemon=True
+        )
+        self._supervisor.start()
+        return self.base_url
+
+    def stop(self) -> None:
+        self._stopping.set()
+        with self._lock:
+            process = self._process
+            self._process = None
+        if process is not None:
+            _terminate(process)
+            self._notify(ServerState.STOPPED, "LLM server stopped")
+        with _live_lock:
+            _live_servers.discard(self)
+
+    def __enter__(self) -> LocalLLMServer:
+        self.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+    def _command(self) -> list[str]:
+        options = self.options
+        return [
+            sys.executable,
+            "-m",
+            "assistant.llm.server_child",
+            str(os.getpid()),
+            "--",
+            "--model",
+            str(options.gguf),
+            "--model_alias",
+            options.model_alias,
+            "--host",
+            HOST,
+            "--port",
+            str(self._port),
+            "--n_ctx",
+            str(options.context_window),
+            "--n_threads",
+            str(options.threads),
+            "--n_threads_batch",
+            str(options.threads),
+        ]
+
+    def _launch(self, fresh_port: bool) -> None:
+        if fresh_port or not self._port:
+            self._port = free_port()
+        log = self._open_log()
+        self._notify(ServerState.STARTING, f"starting LLM server ({self.options.model_alias})")
+        with self._lock:
+            # A new session: the terminal's Ctrl-C reaches only the app, which stops us in order.
+            self._process = subprocess.Popen(
+                self._command(),
+                stdin=subprocess.DEVNULL,
+                stdout=log,
+                stderr=subprocess.STDOUT,
+                start_new_session=True,
+            )
+        if log is not subprocess.DEVNULL:
+            log.close()
+
+    def _open_log(self) -> int | object:
+        if self.options.log_path is None:
+            return subprocess.DEVNULL
+        self.options.log_path.parent.mkdir(parents=True, exist_ok=True)
+        return self.options.log_path.open("ab")
+
+    def _wait_until_ready(self) -> None:
+        deadline = time.monotonic() + self.options.startup_timeout_s
+        client = openai.OpenAI(base_url=self.base_url, api_key="local", max_retries=0, timeout=2.0)
+        try:
+            while time.monotonic() < deadline:
+                process = self._process
+                if process is None or self._stopping.is_set():
+                    raise LLMServerError("LLM server was stopped while starting")
+                if process.poll() is not None:
+                    raise LLMServerError(
+                        f"LLM server exited with code {process.returncode} while starting"
+                        f"{self._log_tail()}"
+                    )
+                try:
+                    client.models.list()
+                except openai.APIError:
+                    time.sleep(0.2)
+                    continue
+                self._notify(ServerState.READY, f"LLM server ready at {self.base_url}")
+                return
+        finally:
+            client.close()
+        self.stop()
+        raise LLMServerError(
+            f"LLM server did not answer within {self.options.startup_timeout_s:.0f} s"
+            f"{self._log_tail()}"
+        )
+
+    def _supervise(self) -> None:
+        while not self._stopping.is_set():
+            process = self._process
+            if process is None:
+                return
+            process.wait()
+            if self._stopping.is_set():
+                return
+            if self._restarts >= self.options.max_restarts:
+                self._notify(
+                    ServerState.FAILED,
+                    f"LLM server died (exit code {process.returncode}) and was restarted "
+                    f"{self._restarts} times; giving up{self._log_tail()}",
+                )
+                return
+            self._restarts += 1
+            self._notify(
+                ServerState.RESTARTING,
+                f"LLM server died (exit code {process.returncode}); restarting "
+                f"({self._restarts}/{self.options.max_restarts})",
+            )
+            try:
+                self._launch(fresh_port=False)
+                self._wait_until_ready()
+            except LLMServerError as error:
+                self._notify(ServerState.FAILED, str(error))
+                return
+
+    def _log_tail(self) -> str:
+        path = self.options.log_path
+        if path is None or not path.exists():
+            return ""
+        lines = path.read_text(encoding="utf-8", errors="replace").splitlines()
+        tail = [line for line in lines[-LOG_TAIL_LINES:] if line.strip()]
+        return (f"; last log lines ({path}): " + " | ".join(tail)) if tail else ""
+
+    def _notify(self, state: ServerState, message: str) -> None:
+        if self._on_status is not None:
+            self._on_status(ServerStatus(state, message))
+
+
+def _terminate(process: subprocess.Popen[bytes]) -> None:
+    if process.poll() is not None:
+        return
+    with contextlib.suppress(ProcessLookupError):
+        process.send_signal(signal.SIGTERM)
+    try:
+        process.wait(timeout=STOP_GRACE_SECONDS)
+    except subprocess.TimeoutExpired:
+        with contextlib.suppress(ProcessLookupError):
+            process.kill()
+        process.wait()

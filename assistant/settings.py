@@ -1,0 +1,125 @@
+"""The typed settings schema: every key, its default and what it means.
+
+Layering (file, environment, flags) lives in :mod:`assistant.config`; this module only says
+what may be set. Each field's description is what ``brain config`` and ``--help`` show.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Literal
+
+import platformdirs
+from pydantic import BaseModel, ConfigDict, Field
+
+APP_NAME = "brain-os"
+
+Profile = Literal["quality", "fast"]
+JsonMode = Literal["auto", "json_object_schema", "json_schema", "json_object"]
+
+
+def default_data_dir() -> Path:
+    return Path(platformdirs.user_data_dir(APP_NAME))
+
+
+def default_cache_dir() -> Path:
+    return Path(platformdirs.user_cache_dir(APP_NAME))
+
+
+def default_config_file() -> Path:
+    return Path(platformdirs.user_config_dir(APP_NAME)) / "config.toml"
+
+
+class Section(BaseModel):
+    model_config = ConfigDict(extra="forbid", validate_assignment=True)
+
+
+class LLMSettings(Section):
+    base_url: str | None = Field(
+        None,
+        description="OpenAI-compatible endpoint (OpenAI, Ollama, vLLM, LM Studio). "
+        "Empty: start the packaged llama.cpp server locally.",
+    )
+    model: str | None = Field(
+        None, description="Model name at the endpoint. Empty: the profile's local model."
+    )
+    api_key: str | None = Field(None, description="API key for the endpoint.")
+    model_path: Path | None = Field(
+        None, description="Your own GGUF for the local server instead of the profile's."
+    )
+    context_window: int = Field(4096, ge=512, le=1_048_576, description="Context size (tokens).")
+    threads: int = Field(2, ge=1, le=256, description="CPU threads for the local server.")
+    timeout_s: float = Field(120.0, gt=0, description="Seconds to wait for one LLM request.")
+    startup_timeout_s: float = Field(
+        180.0, gt=0, description="Seconds to wait for the local server to answer after start."
+    )
+    max_restarts: int = Field(
+        3, ge=0, description="How often a crashed local server is restarted before giving up."
+    )
+    json_mode: JsonMode = Field(
+        "auto",
+        description="How structured replies are requested: auto picks json_object_schema for "
+        "the local server and json_schema for other endpoints.",
+    )
+
+
+class STTSettings(Section):
+    model_path: Path | None = Field(
+        None, description="Your own CTranslate2 Whisper folder instead of the profile's."
+    )
+    language: str | None = Field("en", description="Spoken language code; empty: detect.")
+    beam_size: int = Field(1, ge=1, le=10, description="Beam size (1 = greedy, fastest).")
+    threads: int = Field(2, ge=1, le=256, description="CPU threads for speech recognition.")
+
+
+class TTSSettings(Section):
+    voice_path: Path | None = Field(
+        None, description="Your own Piper voice (.onnx, with its .onnx.json beside it)."
+    )
+    speed: float = Field(1.0, gt=0.25, le=4.0, description="Speaking rate (1.0 = normal).")
+    volume: float = Field(1.0, ge=0.0, le=4.0, description="Loudness multiplier.")
+    threads: int = Field(2, ge=1, le=256, description="CPU threads for speech synthesis.")
+
+
+class EmbedderSettings(Section):
+    model_path: Path | None = Field(
+        None, description="Your own sentence-embedding ONNX model instead of MiniLM."
+    )
+    tokenizer_path: Path | None = Field(
+        None, description="tokenizer.json for your own embedding model."
+    )
+    threads: int = Field(2, ge=1, le=256, description="CPU threads for embedding.")
+
+
+class AudioSettings(Section):
+    input_device: str | None = Field(None, description="Microphone name or index; empty: default.")
+    output_device: str | None = Field(None, description="Speaker name or index; empty: default.")
+
+
+class Settings(Section):
+    profile: Profile = Field(
+        "quality", description="Model profile: quality (default) or fast (smaller models)."
+    )
+    data_dir: Path = Field(
+        default_factory=default_data_dir, description="Where memories and conversations live."
+    )
+    cache_dir: Path = Field(
+        default_factory=default_cache_dir,
+        description="Where assembled model weights, logs and other rebuildable files live.",
+    )
+    llm: LLMSettings = Field(default_factory=LLMSettings)
+    stt: STTSettings = Field(default_factory=STTSettings)
+    tts: TTSSettings = Field(default_factory=TTSSettings)
+    embedder: EmbedderSettings = Field(default_factory=EmbedderSettings)
+    audio: AudioSettings = Field(default_factory=AudioSettings)
+
+    @property
+    def models_cache_dir(self) -> Path:
+        return self.cache_dir / "models"
+
+    @property
+    def log_dir(self) -> Path:
+        return self.cache_dir / "logs"
+
+
+SECRET_KEYS = frozenset({"llm.api_key"})

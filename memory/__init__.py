@@ -1,0 +1,1 @@
+"""Long-term memory. Imports nothing from ``assistant`` or ``ui``: collaborators are passed in."""

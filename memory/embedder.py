@@ -1,0 +1,64 @@
+"""Sentence embeddings: a small interface and a torch-free MiniLM on onnxruntime."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Protocol
+
+import numpy as np
+from numpy.typing import NDArray
+
+MAX_TOKENS = 256
+
+
+class Embedder(Protocol):
+    dimensions: int
+
+    def embed(self, texts: Sequence[str]) -> NDArray[np.float32]:
+        """One L2-normalised row per text."""
+
+
+class OnnxSentenceEmbedder:
+    """Mean-pooled, L2-normalised sentence vectors (all-MiniLM-L6-v2 by default)."""
+
+    def __init__(
+        self, model_path: Path, tokenizer_path: Path, *, threads: int = 2, batch_size: int = 64
+    ) -> None:
+        import onnxruntime
+        from tokenizers import Tokenizer
+
+        options = onnxruntime.SessionOptions()
+        options.intra_op_num_threads = threads
+        options.inter_op_num_threads = 1
+        self._session = onnxruntime.InferenceSession(
+            str(model_path), sess_options=options, providers=["CPUExecutionProvider"]
+        )
+        self._inputs = {entry.name for entry in self._session.get_inputs()}
+        self._tokenizer = Tokenizer.from_file(str(tokenizer_path))
+        self._tokenizer.enable_truncation(max_length=MAX_TOKENS)
+        self._tokenizer.enable_padding()
+        self.batch_size = batch_size
+        self.dimensions: int = int(self._session.get_outputs()[0].shape[-1])
+
+    def embed(self, texts: Sequence[str]) -> NDArray[np.float32]:
+        if not texts:
+            return np.zeros((0, self.dimensions), dtype=np.float32)
+        batches = [
+            self._embed_batch(texts[start : start + self.batch_size])
+            for start in range(0, len(texts), self.batch_size)
+        ]
+        return np.concatenate(batches)
+
+    def _embed_batch(self, texts: Sequence[str]) -> NDArray[np.float32]:
+        encodings = self._tokenizer.encode_batch(list(texts))
+        ids = np.array([e.ids for e in encodings], dtype=np.int64)
+        mask = np.array([e.attention_mask for e in encodings], dtype=np.int64)
+        feeds = {"input_ids": ids, "attention_mask": mask}
+        if "token_type_ids" in self._inputs:
+            feeds["token_type_ids"] = np.zeros_like(ids)
+        hidden = self._session.run(None, feeds)[0]
+        weights = mask[:, :, None].astype(np.float32)
+        pooled = (hidden * weights).sum(axis=1) / np.clip(weights.sum(axis=1), 1e-9, None)
+        norms = np.linalg.norm(pooled, axis=1, keepdims=True)
+        return (pooled / np.clip(norms, 1e-12, None)).astype(np.float32)

@@ -1,0 +1,54 @@
+"""Typed messages from worker threads to the screen (posting a message is thread-safe)."""
+
+from __future__ import annotations
+
+from textual.message import Message
+
+
+class ModelProgress(Message):
+    """Weights are being assembled or verified."""
+
+    def __init__(self, label: str, done: int, total: int) -> None:
+        super().__init__()
+        self.label = label
+        self.done = done
+        self.total = total
+
+
+class ServerStatusChanged(Message):
+    """The local LLM server is starting, ready, restarting, stopped or failed."""
+
+    def __init__(self, state: str, text: str) -> None:
+        super().__init__()
+        self.state = state
+        self.text = text
+
+
+class ChatReady(Message):
+    def __init__(self, description: str) -> None:
+        super().__init__()
+        self.description = description
+
+
+class StartupFailed(Message):
+    def __init__(self, text: str) -> None:
+        super().__init__()
+        self.text = text
+
+
+class ReplyChunk(Message):
+    def __init__(self, text: str) -> None:
+        super().__init__()
+        self.text = text
+
+
+class ReplyFinished(Message):
+    def __init__(self, text: str) -> None:
+        super().__init__()
+        self.text = text
+
+
+class ReplyFailed(Message):
+    def __init__(self, text: str) -> None:
+        super().__init__()
+        self.text = text

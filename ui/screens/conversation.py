@@ -1,0 +1,163 @@
+"""The conversation screen: type, read the reply as it streams, see what the model is doing."""
+
+from __future__ import annotations
+
+from collections import deque
+
+from textual import on, work
+from textual.app import ComposeResult
+from textual.screen import Screen
+from textual.widgets import Footer, Header, Input
+
+from assistant.llm.client import LLMClient, LLMError, Message
+from assistant.llm.runtime import LLMRuntime
+from assistant.llm.server import LLMServerError, ServerStatus
+from models import ModelError, Progress
+from ui.messages import (
+    ChatReady,
+    ServerStatusChanged,
+    ModelProgress,
+    ReplyChunk,
+    ReplyFailed,
+    ReplyFinished,
+    StartupFailed,
+)
+from ui.widgets.chat import ChatLog, MessageView
+from ui.widgets.status import StartupStatus
+
+SYSTEM_PROMPT = (
+    "You are Brain OS, a helpful personal assistant running on the user's own computer. "
+    "Answer briefly and clearly; your replies may be spoken aloud."
+)
+# Until the context-window manager exists, keep the prompt small enough for a 4k context.
+HISTORY_MESSAGES = 16
+MAX_MESSAGE_CHARS = 8_000
+
+
+class ConversationScreen(Screen[None]):
+    def __init__(self, runtime: LLMRuntime) -> None:
+        super().__init__()
+        self.runtime = runtime
+        self.client: LLMClient | None = None
+        self.history: list[Message] = []
+        self.pending: deque[str] = deque()
+        self.replying = False
+        self._reply_view: MessageView | None = None
+
+    def compose(self) -> ComposeResult:
+        yield Header()
+        yield StartupStatus(id="status")
+        yield ChatLog(id="chat")
+        yield Input(placeholder="Type a message and press Enter", id="prompt")
+        yield Footer()
+
+    def on_mount(self) -> None:
+        self.title = "Brain OS"
+        self.sub_title = self.runtime.describe()
+        self.query_one(Input).focus()
+        self.start_llm()
+
+    @work(thread=True, exclusive=True, group="startup")
+    def start_llm(self) -> None:
+        def on_progress(progress: Progress) -> None:
+            label = f"{progress.action} {progress.weight_id} ({progress.file_name})"
+            self.post_message(ModelProgress(label, progress.done, progress.total))
+
+        def on_status(status: ServerStatus) -> None:
+            self.post_message(ServerStatusChanged(status.state.value, status.message))
+
+        self.runtime.models.progress = on_progress
+        self.runtime.on_status = on_status
+        try:
+            client = self.runtime.start()
+            # Prefill the stable system prompt now, so the first real turn reuses the KV cache.
+            client.complete(
+                [{"role": "system", "content": SYSTEM_PROMPT}, {"role": "user", "content": "hi"}],
+                max_tokens=1,
+            )
+        except (ModelError, LLMServerError, LLMError) as error:
+            self.post_message(StartupFailed(str(error)))
+            return
+        self.client = client
+        self.post_message(ChatReady(client.endpoint.label))
+
+    def on_model_progress(self, message: ModelProgress) -> None:
+        self.query_one(StartupStatus).progress(message.label, message.done, message.total)
+
+    def on_server_status_changed(self, message: ServerStatusChanged) -> None:
+        state = "error" if message.state == "failed" else "info"
+        self.query_one(StartupStatus).show(message.text, state)
+
+    def on_chat_ready(self, message: ChatReady) -> None:
+        self.sub_title = message.description
+        self.query_one(StartupStatus).show(f"ready: {message.description}", "ready")
+        self._send_next()
+
+    def on_startup_failed(self, message: StartupFailed) -> None:
+        self.query_one(StartupStatus).show(f"LLM unavailable: {message.text}", "error")
+        if self.pending:
+            self.pending.clear()
+            self.query_one(ChatLog).add("notice", "Not sent: the LLM is unavailable.")
+
+    @on(Input.Submitted, "#prompt")
+    def submit(self, event: Input.Submitted) -> None:
+        text = event.value.strip()
+        if not text:
+            return
+        if len(text) > MAX_MESSAGE_CHARS:
+            self.notify(
+                f"That message is {len(text):,} characters; the limit is {MAX_MESSAGE_CHARS:,}. "
+                "It is still in the input box.",
+                severity="warning",
+            )
+            return
+        event.input.clear()
+        self.query_one(ChatLog).add("user", text)
+        self.pending.append(text)
+        if self.client is None:
+            self.query_one(StartupStatus).show("the model is still starting; your message will follow")
+        self._send_next()
+
+    def _send_next(self) -> None:
+        if self.replying or self.client is None or not self.pending:
+            return
+        text = self.pending.popleft()
+        self.history.append({"role": "user", "content": text})
+        self.replying = True
+        self._reply_view = self.query_one(ChatLog).add("assistant")
+        messages = [{"role": "system", "content": SYSTEM_PROMPT}, *self.history[-HISTORY_MESSAGES:]]
+        self.stream_reply(self.client, messages)
+
+    @work(thread=True, group="reply")
+    def stream_reply(self, client: LLMClient, messages: list[Message]) -> None:
+        parts: list[str] = []
+        try:
+            for piece in client.stream(messages):
+                parts.append(piece)
+                self.post_message(ReplyChunk(piece))
+        except LLMError as error:
+            self.post_message(ReplyFailed(str(error)))
+            return
+        self.post_message(ReplyFinished("".join(parts)))
+
+    def on_reply_chunk(self, message: ReplyChunk) -> None:
+        if self._reply_view is not None:
+            self._reply_view.append(message.text)
+            self.query_one(ChatLog).scroll_end(animate=False)
+
+    def on_reply_finished(self, message: ReplyFinished) -> None:
+        self.history.append({"role": "assistant", "content": message.text})
+        self._finish_reply()
+
+    def on_reply_failed(self, message: ReplyFailed) -> None:
+        if self._reply_view is not None:
+            self._reply_view.remove()
+        # The question stays in the history only if it was answered.
+        self.history.pop()
+        self.query_one(ChatLog).add("notice", f"No reply: {message.text}")
+        self._finish_reply()
+
+    def _finish_reply(self) -> None:
+        self.replying = False
+        self._reply_view = None
+        self._send_next()

@@ -1,0 +1,1 @@
+"""Sound in and out: devices, speech to text, text to speech. Knows nothing of agents."""
