@@ -4,21 +4,19 @@ from __future__ import annotations
 
 import argparse
 import json
-import signal
 import sys
 from collections.abc import Sequence
 from pathlib import Path
-from types import FrameType
 
 from assistant.config import (
     ConfigError,
     LoadedConfig,
     add_setting_flags,
-    env_name,
     flags_from_namespace,
     load_config,
     render,
 )
+from assistant.lifecycle import exit_cleanly_on_signals
 from assistant.llm.server import LLMServerError, stop_all_servers
 from models import PARTS, ModelError, Progress
 
@@ -49,7 +47,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
-    _exit_cleanly_on_signals()
+    exit_cleanly_on_signals()
     try:
         loaded = load_config(flags_from_namespace(args), config_file=_config_path(args))
     except ConfigError as error:
@@ -78,16 +76,6 @@ def _config_path(args: argparse.Namespace) -> Path | None:
     return Path(given) if given else None
 
 
-def _exit_cleanly_on_signals() -> None:
-    """SIGTERM and SIGHUP unwind like an exception, so every ``finally`` stops what it started."""
-
-    def raise_exit(signum: int, frame: FrameType | None) -> None:
-        raise SystemExit(128 + signum)
-
-    signal.signal(signal.SIGTERM, raise_exit)
-    signal.signal(signal.SIGHUP, raise_exit)
-
-
 def _run_app(loaded: LoadedConfig, args: argparse.Namespace) -> int:
     from ui.app import BrainApp
 
@@ -109,9 +97,11 @@ def _show_config(loaded: LoadedConfig, args: argparse.Namespace) -> int:
         )
         return 0
     print(f"# config file: {loaded.config_file}")
+    print("# each key is also an environment variable (llm.base_url: BRAIN_LLM_BASE_URL)")
+    print("# and a flag (llm.base_url: --llm-base-url); flag > environment > file > default")
     width = max(len(key) for key, _, _ in rows)
     for key, value, source in rows:
-        print(f"{key:<{width}} = {value or '(unset)'}    [{source}; env {env_name(key)}]")
+        print(f"{key:<{width}} = {value or '(unset)':<24} # {source}")
     return 0
 
 
@@ -140,7 +130,12 @@ def _models(loaded: LoadedConfig, args: argparse.Namespace) -> int:
     from assistant.model_paths import ProfileModels
 
     models = ProfileModels(loaded.settings, _print_progress)
-    resolvers = {"stt": models.stt, "llm": models.llm, "tts": models.tts, "embedder": models.embedder}
+    resolvers = {
+        "stt": models.stt,
+        "llm": models.llm,
+        "tts": models.tts,
+        "embedder": models.embedder,
+    }
     for part in PARTS:
         print(f"{part:<9} {resolvers[part]()}")
     return 0

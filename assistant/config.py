@@ -52,7 +52,11 @@ class LoadedConfig:
     def items(self) -> Iterator[tuple[str, Any, str]]:
         """Every key with its effective value and where it came from."""
         for info in setting_infos():
-            yield info.key, get_dotted(self.settings, info.key), self.sources.get(info.key, "default")
+            yield (
+                info.key,
+                get_dotted(self.settings, info.key),
+                self.sources.get(info.key, "default"),
+            )
 
 
 def setting_infos() -> list[SettingInfo]:
@@ -252,14 +256,15 @@ def _describe(error: ValidationError, values: Mapping[str, Any], sources: Mappin
     return "; ".join(problems)
 
 
+def _shown(key: str, value: Any) -> str:
+    if value is None:
+        return ""
+    return "********" if key in SECRET_KEYS else str(value)
+
+
 def render(loaded: LoadedConfig) -> list[tuple[str, str, str]]:
     """Rows of (key, shown value, source) with secrets masked."""
     rows = []
     for key, value, source in loaded.items():
-        if key in SECRET_KEYS and value:
-            shown = "********"
-        else:
-            shown = "" if value is None else str(value)
-        rows.append((key, shown, source))
+        rows.append((key, _shown(key, value), source))
     return rows
-

@@ -111,7 +111,8 @@ class Doctor:
         loudness = float(np.abs(speech.samples.astype(np.float32)).mean())
         if speech.duration_s < 0.5 or loudness < 50:
             raise CheckFailed(f"{paths.name} produced {speech.duration_s:.2f} s of near-silence")
-        detail = f"{paths.name}: {speech.duration_s:.2f} s of audio, RTF {elapsed / speech.duration_s:.3f}"
+        rtf = elapsed / speech.duration_s
+        detail = f"{paths.name}: {speech.duration_s:.2f} s of audio, RTF {rtf:.3f}"
         if self._stt is not None:
             heard = self._stt.transcribe(speech.as_float(16_000))
             detail += f", heard back as {heard.text!r}"

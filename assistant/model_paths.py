@@ -1,4 +1,4 @@
-"""The files each part of the chosen profile runs on: the user's own weights or the packaged ones."""
+"""The files each part of the profile runs on: the user's own weights or the packaged ones."""
 
 from __future__ import annotations
 
@@ -87,6 +87,4 @@ class ProfileModels:
         if own_model is None or own_tokenizer is None:
             raise ModelError("set both embedder.model_path and embedder.tokenizer_path, or neither")
         model = _existing(own_model, "embedder.model_path")
-        return EmbedderPaths(
-            model.stem, model, _existing(own_tokenizer, "embedder.tokenizer_path")
-        )
+        return EmbedderPaths(model.stem, model, _existing(own_tokenizer, "embedder.tokenizer_path"))

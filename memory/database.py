@@ -22,4 +22,6 @@ def open_database(data_dir: Path) -> Any:
         os.chmod(path, 0o700)
         return lancedb.connect(str(path))
     except OSError as error:
-        raise DatabaseError(f"cannot open the memory database at {path}: {error.strerror}") from None
+        raise DatabaseError(
+            f"cannot open the memory database at {path}: {error.strerror}"
+        ) from None

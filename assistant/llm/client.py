@@ -113,9 +113,7 @@ class LLMClient:
         temperature: float | None = None,
     ) -> Iterator[str]:
         """The reply, piece by piece, as the model writes it."""
-        chunks = self._create(
-            messages, max_tokens=max_tokens, temperature=temperature, stream=True
-        )
+        chunks = self._create(messages, max_tokens=max_tokens, temperature=temperature, stream=True)
         try:
             for chunk in chunks:
                 if chunk.choices and chunk.choices[0].delta.content:
@@ -156,7 +154,9 @@ class LLMClient:
     def _describe(self, error: openai.APIError) -> LLMError:
         where = self.endpoint.base_url
         if isinstance(error, openai.APITimeoutError):
-            return LLMUnavailable(f"the LLM at {where} did not answer within {self.timeout_s:.0f} s")
+            return LLMUnavailable(
+                f"the LLM at {where} did not answer within {self.timeout_s:.0f} s"
+            )
         if isinstance(error, openai.APIConnectionError):
             cause = error.__cause__ or error.__context__
             reason = f" ({_clip(str(cause), 120)})" if cause else ""
@@ -169,9 +169,17 @@ class LLMClient:
             )
         if isinstance(error, openai.APIStatusError):
             return LLMUnavailable(
-                f"the LLM at {where} answered HTTP {error.status_code}: {_clip(error.message)}"
+                f"the LLM at {where} answered HTTP {error.status_code}: {_clip(_reason(error))}"
             )
         return LLMError(f"the LLM at {where} failed: {_clip(str(error))}")
+
+
+def _reason(error: openai.APIStatusError) -> str:
+    """The server's own words when it sent a JSON error body, else the client's summary."""
+    body = error.body
+    if isinstance(body, dict) and isinstance(body.get("message"), str):
+        return str(body["message"])
+    return error.message
 
 
 def _content(response: Any) -> str:

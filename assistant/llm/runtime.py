@@ -32,9 +32,11 @@ class LLMRuntime:
         llm = self.settings.llm
         if llm.base_url:
             return f"{llm.model or '(endpoint default)'} at {llm.base_url}"
-        name = llm.model_path.stem if llm.model_path else self.models.manifest.weight_for(
-            self.settings.profile, "llm"
-        ).id
+        name = (
+            llm.model_path.stem
+            if llm.model_path
+            else self.models.manifest.weight_for(self.settings.profile, "llm").id
+        )
         return f"{name} on a local llama.cpp server"
 
     def start(self) -> LLMClient:

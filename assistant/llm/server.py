@@ -21,6 +21,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from enum import Enum
 from pathlib import Path
+from typing import IO
 
 import openai
 
@@ -172,10 +173,10 @@ class LocalLLMServer:
                 stderr=subprocess.STDOUT,
                 start_new_session=True,
             )
-        if log is not subprocess.DEVNULL:
+        if not isinstance(log, int):
             log.close()
 
-    def _open_log(self) -> int | object:
+    def _open_log(self) -> IO[bytes] | int:
         if self.options.log_path is None:
             return subprocess.DEVNULL
         self.options.log_path.parent.mkdir(parents=True, exist_ok=True)

@@ -6,6 +6,7 @@ from collections import deque
 
 from textual import on, work
 from textual.app import ComposeResult
+from textual.binding import Binding
 from textual.screen import Screen
 from textual.widgets import Footer, Header, Input
 
@@ -15,11 +16,11 @@ from assistant.llm.server import LLMServerError, ServerStatus
 from models import ModelError, Progress
 from ui.messages import (
     ChatReady,
-    ServerStatusChanged,
     ModelProgress,
     ReplyChunk,
     ReplyFailed,
     ReplyFinished,
+    ServerStatusChanged,
     StartupFailed,
 )
 from ui.widgets.chat import ChatLog, MessageView
@@ -35,12 +36,15 @@ MAX_MESSAGE_CHARS = 8_000
 
 
 class ConversationScreen(Screen[None]):
+    BINDINGS = [Binding("ctrl+r", "retry_llm", "Retry LLM")]
+
     def __init__(self, runtime: LLMRuntime) -> None:
         super().__init__()
         self.runtime = runtime
         self.client: LLMClient | None = None
         self.history: list[Message] = []
         self.pending: deque[str] = deque()
+        self.startup_error: str | None = None
         self.replying = False
         self._reply_view: MessageView | None = None
 
@@ -70,16 +74,20 @@ class ConversationScreen(Screen[None]):
         self.runtime.on_status = on_status
         try:
             client = self.runtime.start()
+        except (ModelError, LLMServerError, LLMError) as error:
+            self.runtime.stop()
+            self.post_message(StartupFailed(str(error)))
+            return
+        warning = None
+        try:
             # Prefill the stable system prompt now, so the first real turn reuses the KV cache.
             client.complete(
                 [{"role": "system", "content": SYSTEM_PROMPT}, {"role": "user", "content": "hi"}],
                 max_tokens=1,
             )
-        except (ModelError, LLMServerError, LLMError) as error:
-            self.post_message(StartupFailed(str(error)))
-            return
-        self.client = client
-        self.post_message(ChatReady(client.endpoint.label))
+        except LLMError as error:
+            warning = str(error)
+        self.post_message(ChatReady(client, warning))
 
     def on_model_progress(self, message: ModelProgress) -> None:
         self.query_one(StartupStatus).progress(message.label, message.done, message.total)
@@ -89,15 +97,29 @@ class ConversationScreen(Screen[None]):
         self.query_one(StartupStatus).show(message.text, state)
 
     def on_chat_ready(self, message: ChatReady) -> None:
-        self.sub_title = message.description
-        self.query_one(StartupStatus).show(f"ready: {message.description}", "ready")
+        self.client = message.client
+        self.startup_error = None
+        self.sub_title = message.client.endpoint.label
+        status = self.query_one(StartupStatus)
+        if message.warning:
+            status.show(f"connected, but the first request failed: {message.warning}", "error")
+        else:
+            status.show(f"ready: {message.client.endpoint.label}", "ready")
         self._send_next()
 
     def on_startup_failed(self, message: StartupFailed) -> None:
-        self.query_one(StartupStatus).show(f"LLM unavailable: {message.text}", "error")
-        if self.pending:
-            self.pending.clear()
-            self.query_one(ChatLog).add("notice", "Not sent: the LLM is unavailable.")
+        self.startup_error = message.text
+        self.query_one(StartupStatus).show(
+            f"LLM unavailable: {message.text} (Ctrl+R retries)", "error"
+        )
+        while self.pending:
+            self.query_one(ChatLog).add("notice", f"Not sent: {self.pending.popleft()!r}")
+
+    def action_retry_llm(self) -> None:
+        if self.client is None:
+            self.startup_error = None
+            self.query_one(StartupStatus).show("retrying…")
+            self.start_llm()
 
     @on(Input.Submitted, "#prompt")
     def submit(self, event: Input.Submitted) -> None:
@@ -111,11 +133,20 @@ class ConversationScreen(Screen[None]):
                 severity="warning",
             )
             return
+        if self.startup_error is not None:
+            self.notify(
+                f"Not sent, the LLM is unavailable: {self.startup_error}. "
+                "Your text is still in the input box; Ctrl+R retries.",
+                severity="error",
+            )
+            return
         event.input.clear()
         self.query_one(ChatLog).add("user", text)
         self.pending.append(text)
         if self.client is None:
-            self.query_one(StartupStatus).show("the model is still starting; your message will follow")
+            self.query_one(StartupStatus).show(
+                "the model is still starting; your message will follow"
+            )
         self._send_next()
 
     def _send_next(self) -> None:

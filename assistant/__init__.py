@@ -1,0 +1,1 @@
+"""The master agent and everything around it: settings, LLM access, the command line."""

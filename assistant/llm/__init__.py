@@ -1,0 +1,1 @@
+"""Reaching a language model: the local llama.cpp server and the openai client."""

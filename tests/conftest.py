@@ -1,0 +1,70 @@
+"""Shared fixtures: real models, loaded once per session, in a throw-away cache and data folder."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+os.environ["HF_HUB_OFFLINE"] = "1"
+
+from assistant.config import load_config
+from assistant.llm.client import LLMClient
+from assistant.llm.runtime import LLMRuntime
+from assistant.model_paths import ProfileModels
+from assistant.settings import Settings
+
+REPO = Path(__file__).resolve().parent.parent
+
+
+@pytest.fixture(scope="session")
+def session_cache(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """One model cache for the whole run, so split weights are assembled once."""
+    return tmp_path_factory.mktemp("cache")
+
+
+@pytest.fixture
+def isolated_env(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path, session_cache: Path
+) -> dict[str, str]:
+    """No BRAIN_/OPENAI_ variable from the developer's shell leaks into a test."""
+    for name in list(os.environ):
+        if name.startswith(("BRAIN_", "OPENAI_")):
+            monkeypatch.delenv(name)
+    values = {
+        "BRAIN_CONFIG": str(tmp_path / "config.toml"),
+        "BRAIN_DATA_DIR": str(tmp_path / "data"),
+        "BRAIN_CACHE_DIR": str(session_cache),
+    }
+    (tmp_path / "config.toml").write_text("", encoding="utf-8")
+    for name, value in values.items():
+        monkeypatch.setenv(name, value)
+    return values
+
+
+def make_settings(profile: str, data_dir: Path, cache_dir: Path, **flags: str) -> Settings:
+    given = {"profile": profile, "data_dir": str(data_dir), "cache_dir": str(cache_dir), **flags}
+    empty = data_dir.parent / "empty-config.toml"
+    empty.parent.mkdir(parents=True, exist_ok=True)
+    empty.write_text("", encoding="utf-8")
+    return load_config(flags=given, environ={}, config_file=empty).settings
+
+
+@pytest.fixture(scope="session")
+def fast_settings(tmp_path_factory: pytest.TempPathFactory, session_cache: Path) -> Settings:
+    return make_settings("fast", tmp_path_factory.mktemp("data-fast"), session_cache)
+
+
+@pytest.fixture(scope="session")
+def quality_settings(tmp_path_factory: pytest.TempPathFactory, session_cache: Path) -> Settings:
+    return make_settings("quality", tmp_path_factory.mktemp("data-quality"), session_cache)
+
+
+@pytest.fixture(scope="session")
+def fast_llm(fast_settings: Settings) -> Iterator[LLMClient]:
+    """The fast profile's model on a real local llama.cpp server, shared by the session."""
+    runtime = LLMRuntime(fast_settings, ProfileModels(fast_settings))
+    with runtime as client:
+        yield client

@@ -1,0 +1,247 @@
+"""The LLM through the openai client: the real local server, its lifecycle, endpoint failures."""
+
+from __future__ import annotations
+
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from assistant.llm.client import Endpoint, LLMClient, LLMReplyError, LLMUnavailable
+from assistant.llm.runtime import LLMRuntime
+from assistant.llm.server import LocalLLMServer, ServerOptions, ServerState, ServerStatus
+from assistant.model_paths import ProfileModels
+from assistant.settings import Settings
+from tests.conftest import REPO, make_settings
+from tests.helpers.fake_openai import scripted_endpoint
+
+SUM_SCHEMA = {
+    "type": "object",
+    "properties": {
+        "sum": {"type": "integer"},
+        "words": {"type": "array", "items": {"type": "string"}},
+    },
+    "required": ["sum", "words"],
+}
+
+
+def is_running(pid: int) -> bool:
+    """Alive and not a zombie (an orphan's zombie may linger if nobody reaps it)."""
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except (FileNotFoundError, IndexError):
+        return False
+    return state != "Z"
+
+
+def wait_until(condition: object, timeout: float) -> bool:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if condition():  # type: ignore[operator]
+            return True
+        time.sleep(0.1)
+    return False
+
+
+def port_open(port: int) -> bool:
+    with socket.socket() as probe:
+        return probe.connect_ex(("127.0.0.1", port)) == 0
+
+
+def server_children() -> list[int]:
+    """Pids of LLM server processes whose parent is this test process."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            cmdline = (entry / "cmdline").read_bytes().replace(b"\0", b" ")
+            ppid = int((entry / "stat").read_text().rsplit(")", 1)[1].split()[1])
+        except (FileNotFoundError, ProcessLookupError, IndexError, ValueError):
+            continue
+        if b"assistant.llm.server_child" in cmdline and ppid == os.getpid():
+            found.append(int(entry.name))
+    return found
+
+
+@pytest.fixture(scope="module")
+def fast_gguf(fast_settings: Settings) -> Path:
+    return ProfileModels(fast_settings).llm().gguf
+
+
+@pytest.mark.slow
+def test_local_server_answers_plain_streamed_and_schema_json(fast_llm: LLMClient) -> None:
+    assert fast_llm.endpoint.is_local and fast_llm.endpoint.base_url.startswith("http://127.0.0.1:")
+    assert fast_llm.ping() == [fast_llm.endpoint.model]
+    plain = fast_llm.complete(
+        [{"role": "user", "content": "What is the capital of France? One word."}], max_tokens=8
+    )
+    assert "paris" in plain.lower()
+    pieces = list(
+        fast_llm.stream([{"role": "user", "content": "List three colours."}], max_tokens=32)
+    )
+    assert len(pieces) > 3 and "".join(pieces).strip()
+    answer = fast_llm.complete_json(
+        [{"role": "user", "content": "Add 2 and 3. Give the sum and the numbers as words."}],
+        SUM_SCHEMA,
+        max_tokens=48,
+    )
+    assert isinstance(answer["sum"], int) and isinstance(answer["words"], list)
+
+
+@pytest.mark.slow
+def test_stop_ends_the_server_and_frees_its_port(fast_gguf: Path, tmp_path: Path) -> None:
+    statuses: list[ServerStatus] = []
+    server = LocalLLMServer(
+        ServerOptions(gguf=fast_gguf, model_alias="t", log_path=tmp_path / "server.log"),
+        on_status=statuses.append,
+    )
+    with server:
+        pid, port = server.pid, int(server.base_url.split(":")[2].split("/")[0])
+        assert pid is not None and is_running(pid) and port_open(port)
+    assert not is_running(pid)
+    assert not port_open(port)
+    assert [s.state for s in statuses] == [
+        ServerState.STARTING,
+        ServerState.READY,
+        ServerState.STOPPED,
+    ]
+
+
+@pytest.mark.slow
+def test_a_crashed_server_is_restarted(fast_gguf: Path, tmp_path: Path) -> None:
+    statuses: list[ServerStatus] = []
+    server = LocalLLMServer(
+        ServerOptions(gguf=fast_gguf, model_alias="t", log_path=tmp_path / "server.log"),
+        on_status=statuses.append,
+    )
+    with server:
+        first = server.pid
+        assert first is not None
+        os.kill(first, signal.SIGKILL)
+        assert wait_until(
+            lambda: statuses[-1].state == ServerState.READY and server.pid != first, 120
+        )
+        client = LLMClient(Endpoint(server.base_url, "t", is_local=True))
+        assert client.complete([{"role": "user", "content": "Say hi."}], max_tokens=4)
+        client.close()
+    assert ServerState.RESTARTING in [s.state for s in statuses]
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGKILL, signal.SIGHUP])
+def test_killing_the_app_leaves_no_server_behind(fast_gguf: Path, signum: int) -> None:
+    holder = subprocess.Popen(
+        [sys.executable, "-m", "tests.helpers.hold_llm_server", str(fast_gguf)],
+        cwd=REPO,
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert holder.stdout is not None
+        server_pid = int(holder.stdout.readline())
+        assert is_running(server_pid)
+        holder.send_signal(signum)
+        holder.wait(timeout=30)
+        assert wait_until(lambda: not is_running(server_pid), 15), "the server outlived its app"
+    finally:
+        holder.kill()
+        holder.wait()
+
+
+def test_an_external_endpoint_starts_nothing(tmp_path: Path) -> None:
+    with scripted_endpoint("ok", "hello from elsewhere") as (url, endpoint):
+        settings = make_settings(
+            "quality",
+            tmp_path / "data",
+            tmp_path / "cache",
+            **{"llm.base_url": url, "llm.model": "m"},
+        )
+        runtime = LLMRuntime(settings)
+        servers_before = server_children()
+        with runtime as client:
+            assert runtime.server is None and server_children() == servers_before
+            assert client.complete([{"role": "user", "content": "hi"}]) == "hello from elsewhere"
+            assert "".join(client.stream([{"role": "user", "content": "hi"}])).split() == [
+                "hello",
+                "from",
+                "elsewhere",
+            ]
+        assert endpoint.requests[0]["model"] == "m"
+    assert not (tmp_path / "cache" / "qwen2.5-coder-1.5b-instruct-q4_k_m").exists()
+
+
+def test_external_endpoint_gets_json_schema_format(tmp_path: Path) -> None:
+    with scripted_endpoint("ok", '{"sum": 5, "words": ["two", "three"]}') as (url, endpoint):
+        client = LLMClient(Endpoint(url, "m"))
+        assert client.complete_json([{"role": "user", "content": "2+3"}], SUM_SCHEMA)["sum"] == 5
+        response_format = endpoint.requests[0]["response_format"]
+        assert isinstance(response_format, dict) and response_format["type"] == "json_schema"
+
+
+def closed_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return int(probe.getsockname()[1])
+
+
+def test_unreachable_endpoint_is_one_clear_message() -> None:
+    url = f"http://127.0.0.1:{closed_port()}/v1"
+    client = LLMClient(Endpoint(url, "m"), timeout_s=2)
+    with pytest.raises(LLMUnavailable) as raised:
+        client.complete([{"role": "user", "content": "hi"}])
+    assert str(raised.value).startswith(f"cannot reach the LLM at {url}")
+    assert "\n" not in str(raised.value)
+    with pytest.raises(LLMUnavailable):
+        list(client.stream([{"role": "user", "content": "hi"}]))
+
+
+@pytest.mark.parametrize(
+    ("behaviour", "expected"),
+    [
+        ("error500", "answered HTTP 500: model crashed"),
+        ("slow", "did not answer within 1 s"),
+    ],
+)
+def test_endpoint_failures_are_one_clear_message(behaviour: str, expected: str) -> None:
+    with scripted_endpoint(behaviour) as (url, _):  # type: ignore[arg-type]
+        client = LLMClient(Endpoint(url, "m"), timeout_s=1)
+        with pytest.raises(LLMUnavailable, match=expected):
+            client.complete([{"role": "user", "content": "hi"}])
+
+
+def test_malformed_json_reply_is_a_reply_error() -> None:
+    with scripted_endpoint("not_json") as (url, _):
+        client = LLMClient(Endpoint(url, "m"))
+        with pytest.raises(LLMReplyError, match="did not reply with valid JSON"):
+            client.complete_json([{"role": "user", "content": "hi"}], SUM_SCHEMA)
+
+
+def test_cli_doctor_with_a_dead_endpoint_names_the_part(tmp_path: Path) -> None:
+    url = f"http://127.0.0.1:{closed_port()}/v1"
+    environ = {
+        "PATH": os.environ["PATH"],
+        "HOME": str(tmp_path),
+        "HF_HUB_OFFLINE": "1",
+        "BRAIN_DATA_DIR": str(tmp_path / "data"),
+        "BRAIN_CACHE_DIR": str(tmp_path / "cache"),
+        "BRAIN_CONFIG": str(tmp_path / "none.toml"),
+    }
+    (tmp_path / "none.toml").write_text("")
+    result = subprocess.run(
+        [sys.executable, "-m", "assistant.cli", "doctor", "--profile", "fast", "--llm-url", url],
+        capture_output=True,
+        text=True,
+        env=environ,
+        cwd=REPO,
+        timeout=300,
+    )
+    assert result.returncode == 1
+    assert "Traceback" not in result.stdout + result.stderr
+    assert "FAIL llm" in result.stdout and f"cannot reach the LLM at {url}" in result.stdout
+    assert "brain doctor: FAILED: llm" in result.stdout
