@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from assistant.config import ConfigError, load_config
+from assistant.config import ConfigError, load_config, setting_infos
 from assistant.settings import default_cache_dir, default_data_dir
 
 BRAIN = [sys.executable, "-m", "assistant.cli"]
@@ -133,3 +133,9 @@ def test_flag_before_subcommand_survives(tmp_path: Path) -> None:
         env={"PATH": "/usr/bin:/bin", "HOME": str(tmp_path)},
     )
     assert json.loads(result.stdout)["settings"]["profile"]["value"] == "fast"
+
+
+def test_every_setting_is_documented() -> None:
+    documented = (Path(__file__).parent.parent / "docs" / "CONFIG.md").read_text(encoding="utf-8")
+    missing = [info.key for info in setting_infos() if f"| `{info.key}` |" not in documented]
+    assert missing == [], f"docs/CONFIG.md lacks {missing}"
