@@ -15,6 +15,7 @@ from assistant.llm.client import LLMClient
 from assistant.llm.runtime import LLMRuntime
 from assistant.model_paths import ProfileModels
 from assistant.settings import Settings
+from memory.embedder import OnnxSentenceEmbedder
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -60,6 +61,13 @@ def fast_settings(tmp_path_factory: pytest.TempPathFactory, session_cache: Path)
 @pytest.fixture(scope="session")
 def quality_settings(tmp_path_factory: pytest.TempPathFactory, session_cache: Path) -> Settings:
     return make_settings("quality", tmp_path_factory.mktemp("data-quality"), session_cache)
+
+
+@pytest.fixture(scope="session")
+def embedder(fast_settings: Settings) -> OnnxSentenceEmbedder:
+    """The real MiniLM embedder, loaded once."""
+    paths = ProfileModels(fast_settings).embedder()
+    return OnnxSentenceEmbedder(paths.model, paths.tokenizer)
 
 
 @pytest.fixture(scope="session")

@@ -15,12 +15,12 @@ from memory.embedder import OnnxSentenceEmbedder
 
 
 @pytest.fixture(scope="module")
-def embedder(fast_settings: Settings) -> OnnxSentenceEmbedder:
+def small_batches(fast_settings: Settings) -> OnnxSentenceEmbedder:
     paths = ProfileModels(fast_settings).embedder()
     return OnnxSentenceEmbedder(paths.model, paths.tokenizer, batch_size=4)
 
 
-def test_embeddings_are_normalised_and_meaningful(embedder: OnnxSentenceEmbedder) -> None:
+def test_embeddings_are_normalised_and_meaningful(small_batches: OnnxSentenceEmbedder) -> None:
     texts = [
         "My sister's birthday is on the fifth of May.",
         "When is my sister's birthday?",
@@ -29,16 +29,16 @@ def test_embeddings_are_normalised_and_meaningful(embedder: OnnxSentenceEmbedder
         "",
         "Ünïcödé text — with emoji 🎉",
     ]
-    vectors = embedder.embed(texts)
+    vectors = small_batches.embed(texts)
     assert vectors.shape == (6, 384) and vectors.dtype == np.float32
     assert np.allclose(np.linalg.norm(vectors, axis=1), 1.0, atol=1e-4)
     assert vectors[0] @ vectors[1] > vectors[0] @ vectors[2] + 0.3
 
 
-def test_batching_does_not_change_vectors(embedder: OnnxSentenceEmbedder) -> None:
+def test_batching_does_not_change_vectors(small_batches: OnnxSentenceEmbedder) -> None:
     texts = [f"note number {i} about topic {i % 3}" for i in range(9)]
-    together = embedder.embed(texts)
-    alone = np.stack([embedder.embed([t])[0] for t in texts])
+    together = small_batches.embed(texts)
+    alone = np.stack([small_batches.embed([t])[0] for t in texts])
     assert np.allclose(together, alone, atol=1e-4)
 
 

@@ -24,4 +24,4 @@ class BrainApp(App[None]):
         self.push_screen(ConversationScreen(self.runtime))
 
     def on_unmount(self) -> None:
-        self.runtime.stop()
+        self.runtime.close()

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from assistant.llm.client import Endpoint, LLMClient
-from assistant.llm.server import LocalLLMServer, ServerOptions, StatusCallback
+from assistant.llm.server import LLMServerError, LocalLLMServer, ServerOptions, StatusCallback
 from assistant.model_paths import ProfileModels
 from assistant.settings import Settings
 
@@ -22,6 +22,7 @@ class LLMRuntime:
         self.on_status = on_status
         self.server: LocalLLMServer | None = None
         self.client: LLMClient | None = None
+        self._closed = False
 
     @property
     def uses_local_server(self) -> bool:
@@ -41,6 +42,8 @@ class LLMRuntime:
 
     def start(self) -> LLMClient:
         llm = self.settings.llm
+        if self._closed:
+            raise LLMServerError("the app is shutting down")
         if llm.base_url:
             endpoint = Endpoint(llm.base_url, llm.model or "default", llm.api_key, is_local=False)
         else:
@@ -58,6 +61,8 @@ class LLMRuntime:
                 ),
                 on_status=self.on_status,
             )
+            if self._closed:
+                raise LLMServerError("the app is shutting down")
             base_url = self.server.start()
             endpoint = Endpoint(base_url, alias, None, is_local=True)
         self.client = LLMClient(endpoint, timeout_s=llm.timeout_s, json_mode=llm.json_mode)
@@ -70,6 +75,11 @@ class LLMRuntime:
         if self.server is not None:
             self.server.stop()
             self.server = None
+
+    def close(self) -> None:
+        """Stop for good: a start still under way in another thread gives up."""
+        self._closed = True
+        self.stop()
 
     def __enter__(self) -> LLMClient:
         try:

@@ -103,10 +103,10 @@ class LocalLLMServer:
         return self._process.pid if self._process else None
 
     def start(self) -> str:
-        """Start the server and wait until it answers; return its base URL."""
+        """Start the server and wait until it answers; return its base URL. Once stopped, a
+        server object stays stopped (a stop racing a start must win); make a new one."""
         if not self.options.gguf.exists():
             raise LLMServerError(f"model file {self.options.gguf} does not exist")
-        self._stopping.clear()
         with _live_lock:
             _live_servers.add(self)
         self._launch(fresh_port=True)
@@ -165,6 +165,11 @@ class LocalLLMServer:
         log = self._open_log()
         self._notify(ServerState.STARTING, f"starting LLM server ({self.options.model_alias})")
         with self._lock:
+            if self._stopping.is_set():
+                # stop() ran meanwhile: starting now would leave a server nobody stops.
+                if not isinstance(log, int):
+                    log.close()
+                raise LLMServerError("LLM server was stopped while starting")
             # A new session: the terminal's Ctrl-C reaches only the app, which stops us in order.
             self._process = subprocess.Popen(
                 self._command(),

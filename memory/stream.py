@@ -1,0 +1,568 @@
+"""The memory stream: the one API over the assistant's long-term memory.
+
+Add a record (committed before ``add`` returns; importance rated later in the background),
+retrieve by the Generative Agents score, and list / search / edit / delete / restore / undo, with
+every change kept in a history. Imports nothing from ``assistant`` or ``ui``: the embedder, the
+LLM and the clock are handed in.
+"""
+
+from __future__ import annotations
+
+import logging
+import uuid
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from datetime import datetime
+from pathlib import Path
+from typing import Any, Literal
+
+import numpy as np
+import pyarrow as pa
+from numpy.typing import NDArray
+
+from memory.database import open_database
+from memory.embedder import Embedder
+from memory.history import Change, History, HISTORY_SCHEMA, new_change
+from memory.importance import ImportanceRater, Rating
+from memory.llm import StructuredLLM
+from memory.locking import WriteLock
+from memory.mirror import COLUMNS as MIRROR_COLUMNS
+from memory.mirror import RecordMirror, to_us
+from memory.paging import Page, page_bounds
+from memory.records import (
+    DEFAULT_IMPORTANCE,
+    KINDS,
+    Kind,
+    MemoryRecord,
+    is_valid_source,
+    records_schema,
+    utc_now,
+)
+from memory.scoring import RetrievalWeights, combined_score, cosine, min_max, recency
+from memory.table import Table, in_list, quote
+from memory.timeparse import resolve_event_time
+
+log = logging.getLogger(__name__)
+
+Clock = Callable[[], datetime]
+RelevanceMode = Literal["cosine", "text", "hybrid"]
+SortKey = Literal["created_at", "last_accessed_at", "importance", "utility"]
+EDITABLE = ("text", "importance", "pinned", "kind", "event_time")
+# A huge paste is kept whole; only this much of it is embedded and rated.
+MAX_EMBED_CHARS = 4_000
+
+
+class MemoryRequestError(Exception):
+    """A request the memory cannot carry out (unknown id, bad value); the message says which."""
+
+
+@dataclass(frozen=True)
+class MemoryConfig:
+    weights: RetrievalWeights = field(default_factory=RetrievalWeights)
+    relevance: RelevanceMode = "hybrid"
+    # Share of the lexical (BM25) signal in hybrid relevance.
+    text_weight: float = 0.5
+    vector_candidates: int = 100
+    text_candidates: int = 100
+    static_candidates: int = 50
+    duplicate_cosine: float = 0.95
+    duplicate_window_hours: float = 24.0
+    reflection_threshold: int = 150
+
+
+@dataclass(frozen=True)
+class Filters:
+    kinds: tuple[Kind, ...] | None = None
+    sources: tuple[str, ...] | None = None
+    since: datetime | None = None
+    until: datetime | None = None
+    pinned: bool | None = None
+    include_deleted: bool = False
+
+    def where(self) -> str | None:
+        clauses = [] if self.include_deleted else ["deleted = false"]
+        if self.kinds:
+            clauses.append(in_list("kind", self.kinds))
+        if self.pinned is not None:
+            clauses.append(f"pinned = {str(self.pinned).lower()}")
+        if self.since is not None:
+            clauses.append(f"created_at >= {_timestamp(self.since)}")
+        if self.until is not None:
+            clauses.append(f"created_at <= {_timestamp(self.until)}")
+        if self.sources:
+            clauses.append(
+                "(" + " OR ".join(f"array_has(sources, {quote(s)})" for s in self.sources) + ")"
+            )
+        return " AND ".join(clauses) or None
+
+
+@dataclass(frozen=True)
+class ScoredMemory:
+    record: MemoryRecord
+    score: float
+    recency: float
+    importance: float
+    relevance: float
+
+
+@dataclass(frozen=True)
+class EvidenceNode:
+    record: MemoryRecord
+    children: tuple[EvidenceNode, ...]
+
+
+def _timestamp(moment: datetime) -> str:
+    return f"arrow_cast({to_us(moment)}, 'Timestamp(Microsecond, Some(\"UTC\"))')"
+
+
+def clean_text(text: str) -> str:
+    """Text that any store and screen can hold: lone surrogates (from undecodable bytes) become
+    U+FFFD, NULs are dropped."""
+    return text.encode("utf-8", "replace").decode("utf-8").replace("\x00", "").strip()
+
+
+class MemoryStream:
+    def __init__(
+        self,
+        data_dir: Path,
+        embedder: Embedder,
+        llm: StructuredLLM | None = None,
+        clock: Clock = utc_now,
+        config: MemoryConfig | None = None,
+    ) -> None:
+        self.config = config or MemoryConfig()
+        self._embedder = embedder
+        self._clock = clock
+        database = open_database(data_dir)
+        lock = WriteLock(data_dir / "memory.lock")
+        self.records = Table(database, "records", records_schema(embedder.dimensions), lock)
+        self.history = History(
+            Table(database, "history", HISTORY_SCHEMA, lock, text_column=None, vector_column=None)
+        )
+        self._mirror = RecordMirror()
+        self._mirror.load(self.records.query(columns=MIRROR_COLUMNS))
+        self.records.ensure_indices()
+        self._rater = ImportanceRater(llm, self._apply_ratings) if llm is not None else None
+
+    def close(self) -> None:
+        if self._rater is not None:
+            self._rater.close()
+
+    def __len__(self) -> int:
+        return int((~self._mirror.deleted).sum())
+
+    # Adding
+
+    def add(
+        self,
+        text: str,
+        kind: Kind = "observation",
+        source: str = "user",
+        *,
+        importance: int | None = None,
+        evidence: Sequence[str] = (),
+        event_time: datetime | None = None,
+        created_at: datetime | None = None,
+        pinned: bool = False,
+    ) -> MemoryRecord:
+        """Store a record; returns once it is committed. A near-copy of a recent record of
+        the same kind is merged into it instead (both sources kept)."""
+        text = clean_text(text)
+        if not text:
+            raise MemoryRequestError("a memory needs some text")
+        if kind not in KINDS:
+            raise MemoryRequestError(f"unknown kind {kind!r}; one of {', '.join(KINDS)}")
+        if not is_valid_source(source):
+            raise MemoryRequestError(f"unknown source {source!r}")
+        if importance is not None and not 1 <= importance <= 10:
+            raise MemoryRequestError(f"importance must be 1-10, not {importance}")
+        now = created_at or self._clock()
+        vector = self._embedder.embed([text[:MAX_EMBED_CHARS]])[0]
+        duplicate = self._recent_duplicate(vector, kind, now)
+        if duplicate is not None:
+            return self._merge(duplicate, source, now)
+        resolved = resolve_event_time(text, now) if event_time is None else None
+        record = MemoryRecord(
+            id=uuid.uuid4().hex,
+            text=text,
+            kind=kind,
+            created_at=now,
+            last_accessed_at=now,
+            importance=importance if importance is not None else DEFAULT_IMPORTANCE,
+            importance_state="given" if importance is not None else "pending",
+            sources=(source,),
+            event_time=event_time or (resolved.when if resolved else None),
+            evidence=tuple(evidence),
+            pinned=pinned,
+            updated_at=now,
+            embedding=vector,
+        )
+        row = record.to_row()
+        self.records.add([row])
+        self._mirror.extend([row])
+        self.history.record([new_change(record.id, "add", {}, {"text": text}, now)])
+        if record.importance_state == "pending" and self._rater is not None:
+            self._rater.submit(record.id, text[:MAX_EMBED_CHARS])
+        return record
+
+    def _recent_duplicate(
+        self, vector: NDArray[np.float32], kind: Kind, now: datetime
+    ) -> MemoryRecord | None:
+        if not len(self._mirror):
+            return None
+        since = now.timestamp() - self.config.duplicate_window_hours * 3600
+        where = (
+            f"deleted = false AND kind = {quote(kind)} AND "
+            f"created_at >= {_timestamp(datetime.fromtimestamp(since, now.tzinfo))}"
+        )
+        found = self.records.vector_search(vector.tolist(), 1, where, ["id"])
+        if found.num_rows and 1.0 - found.column("_distance")[0].as_py() >= self.config.duplicate_cosine:
+            return self.get(found.column("id")[0].as_py())
+        return None
+
+    def _merge(self, existing: MemoryRecord, source: str, now: datetime) -> MemoryRecord:
+        sources = existing.sources if source in existing.sources else (*existing.sources, source)
+        self.records.update(
+            f"id = {quote(existing.id)}",
+            {"sources": list(sources), "last_accessed_at": now, "updated_at": now},
+        )
+        self._mirror.set(existing.id, last_accessed_at=now)
+        self.history.record(
+            [new_change(existing.id, "merge", {"sources": list(existing.sources)}, {"sources": list(sources)}, now)]
+        )
+        return existing.with_changes(sources=sources, last_accessed_at=now, updated_at=now)
+
+    # Importance
+
+    def _apply_ratings(self, ratings: Sequence[Rating]) -> None:
+        now = self._clock()
+        for rating in ratings:
+            state = "rated" if rating.rated else "fallback"
+            self.records.update(
+                f"id = {quote(rating.record_id)} AND importance_state != 'given'",
+                {"importance": rating.importance, "importance_state": state},
+            )
+            self._mirror.set(rating.record_id, importance=float(rating.importance))
+        self.history.record(
+            [new_change(r.record_id, "rate", {}, {"importance": r.importance}, now) for r in ratings]
+        )
+
+    def wait_for_ratings(self, timeout: float | None = None) -> bool:
+        return True if self._rater is None else self._rater.wait_idle(timeout)
+
+    def rate_pending(self) -> int:
+        """Queue every record still waiting for a rating (after a restart, or after the LLM
+        failed); returns how many."""
+        if self._rater is None:
+            return 0
+        rows = self.records.query(
+            where="importance_state IN ('pending', 'fallback') AND deleted = false",
+            columns=["id", "text"],
+        ).to_pylist()
+        for row in rows:
+            self._rater.submit(row["id"], row["text"][:MAX_EMBED_CHARS])
+        return len(rows)
+
+    # Retrieval
+
+    def retrieve(
+        self,
+        query: str,
+        k: int = 10,
+        filters: Filters | None = None,
+        weights: RetrievalWeights | None = None,
+        touch: bool = True,
+    ) -> list[ScoredMemory]:
+        """The top ``k`` records by recency + importance + relevance (each min-max normalised
+        over the candidates); those returned get last_accessed_at = now."""
+        filters = filters or Filters()
+        weights = weights or self.config.weights
+        now = self._clock()
+        query = clean_text(query)
+        vector = self._embedder.embed([query[:MAX_EMBED_CHARS] or " "])[0]
+        candidate_ids, lexical = self._candidates(query, vector, filters, weights, now)
+        if not candidate_ids:
+            return []
+        rows = self.records.query(
+            where=_and(in_list("id", candidate_ids), filters.where()), limit=len(candidate_ids)
+        )
+        if rows.num_rows == 0:
+            return []
+        ids = rows.column("id").to_pylist()
+        vectors = np.stack(rows.column("vector").to_numpy(zero_copy_only=False)).astype(np.float32)
+        recency_values = recency(
+            rows.column("last_accessed_at").cast(pa.int64()).to_numpy(), to_us(now)
+        )
+        importance_values = rows.column("importance").to_numpy().astype(np.float64)
+        relevance_values = self._relevance(vector, vectors, np.array([lexical.get(i, 0.0) for i in ids]))
+        scores = combined_score(recency_values, importance_values, relevance_values, weights)
+        order = np.argsort(-scores, kind="stable")[:k]
+        chosen = [ids[i] for i in order]
+        if touch:
+            self._touch(chosen, now)
+        records = rows.to_pylist()
+        normalised = (min_max(recency_values), min_max(importance_values), min_max(relevance_values))
+        return [
+            ScoredMemory(
+                record=MemoryRecord.from_row(records[i]).with_changes(
+                    last_accessed_at=now if touch else records[i]["last_accessed_at"]
+                ),
+                score=float(scores[i]),
+                recency=float(normalised[0][i]),
+                importance=float(normalised[1][i]),
+                relevance=float(normalised[2][i]),
+            )
+            for i in order
+        ]
+
+    def _candidates(
+        self,
+        query: str,
+        vector: NDArray[np.float32],
+        filters: Filters,
+        weights: RetrievalWeights,
+        now: datetime,
+    ) -> tuple[list[str], dict[str, float]]:
+        where = filters.where()
+        found: dict[str, None] = {}
+        if weights.relevance:
+            by_vector = self.records.vector_search(
+                vector.tolist(), self.config.vector_candidates, where, ["id"]
+            )
+            found.update(dict.fromkeys(by_vector.column("id").to_pylist()))
+        lexical: dict[str, float] = {}
+        if weights.relevance and query and self.config.relevance != "cosine":
+            try:
+                by_text = self.records.text_search(query, self.config.text_candidates, where, ["id"])
+            except Exception as error:  # a query the FTS parser rejects still gets vector hits
+                log.warning("text search failed for %r: %s", query[:80], error)
+            else:
+                scores = by_text.column("_score").to_numpy()
+                lexical = dict(zip(by_text.column("id").to_pylist(), scores.tolist(), strict=True))
+                found.update(dict.fromkeys(lexical))
+        found.update(dict.fromkeys(self._static_candidates(filters, weights, now)))
+        return list(found), lexical
+
+    def _static_candidates(
+        self, filters: Filters, weights: RetrievalWeights, now: datetime
+    ) -> list[str]:
+        """The best records by the query-independent terms (recency and importance)."""
+        mirror = self._mirror
+        mask = mirror.mask(filters.kinds, filters.pinned, filters.since, filters.until, filters.include_deleted)
+        positions = np.flatnonzero(mask)
+        if positions.size == 0:
+            return []
+        static = weights.recency * min_max(
+            recency(mirror.last_accessed_us[positions], to_us(now))
+        ) + weights.importance * min_max(mirror.importance[positions])
+        count = min(self.config.static_candidates, positions.size)
+        best = positions[np.argpartition(-static, count - 1)[:count]]
+        return [mirror.ids[i] for i in best]
+
+    def _relevance(
+        self, query: NDArray[np.float32], vectors: NDArray[np.float32], lexical: NDArray[np.float64]
+    ) -> NDArray[np.float64]:
+        semantic = cosine(query, vectors)
+        if self.config.relevance == "cosine":
+            return semantic
+        if self.config.relevance == "text":
+            return lexical
+        share = self.config.text_weight
+        blended: NDArray[np.float64] = (1 - share) * min_max(semantic) + share * min_max(lexical)
+        return blended
+
+    def _touch(self, ids: Sequence[str], now: datetime) -> None:
+        if ids:
+            self.records.update(in_list("id", ids), {"last_accessed_at": now})
+            self._mirror.touch(ids, now)
+
+    def bump_utility(self, record_id: str, amount: float = 1.0) -> None:
+        """A retrieved memory helped: it counts for more next time it is considered."""
+        record = self._require(record_id)
+        self.records.update(f"id = {quote(record_id)}", {"utility": record.utility + amount})
+
+    # Reading, for the agent and the UI
+
+    def get(self, record_id: str, include_deleted: bool = True) -> MemoryRecord | None:
+        where = f"id = {quote(record_id)}" + ("" if include_deleted else " AND deleted = false")
+        rows = self.records.query(where=where, limit=1).to_pylist()
+        return MemoryRecord.from_row(rows[0]) if rows else None
+
+    def get_many(self, record_ids: Sequence[str]) -> list[MemoryRecord]:
+        if not record_ids:
+            return []
+        rows = self.records.query(where=in_list("id", record_ids), limit=len(record_ids))
+        by_id = {row["id"]: MemoryRecord.from_row(row) for row in rows.to_pylist()}
+        return [by_id[i] for i in record_ids if i in by_id]
+
+    def evidence_tree(self, record_id: str, depth: int = 6) -> EvidenceNode:
+        """The record with what it cites, recursively (reflections citing reflections)."""
+        return self._evidence(self._require(record_id), depth, set())
+
+    def _evidence(self, record: MemoryRecord, depth: int, seen: set[str]) -> EvidenceNode:
+        seen = seen | {record.id}
+        if depth <= 0:
+            return EvidenceNode(record, ())
+        cited = [r for r in self.get_many(list(record.evidence)) if r.id not in seen]
+        return EvidenceNode(record, tuple(self._evidence(r, depth - 1, seen) for r in cited))
+
+    def list(
+        self,
+        filters: Filters | None = None,
+        sort: SortKey = "created_at",
+        descending: bool = True,
+        page: int = 1,
+        page_size: int = 20,
+    ) -> Page[MemoryRecord]:
+        filters = filters or Filters()
+        offset, limit = page_bounds(page, page_size)
+        keys = self.records.query(where=filters.where(), columns=["id", sort])
+        values = keys.column(sort)
+        if pa.types.is_timestamp(values.type):
+            values = values.cast(pa.int64())
+        order = np.argsort(values.to_numpy(zero_copy_only=False), kind="stable")
+        if descending:
+            order = order[::-1]
+        ids = keys.column("id").to_pylist()
+        chosen = [ids[i] for i in order[offset : offset + limit]]
+        return Page(tuple(self.get_many(chosen)), keys.num_rows, page, page_size)
+
+    def search(
+        self, query: str, filters: Filters | None = None, page: int = 1, page_size: int = 20
+    ) -> Page[ScoredMemory]:
+        """Relevance-ranked search for people (does not count as an access)."""
+        offset, limit = page_bounds(page, page_size)
+        wanted = offset + limit
+        found = self.retrieve(
+            query,
+            k=max(wanted, 100),
+            filters=filters,
+            weights=RetrievalWeights(recency=0.0, importance=0.0, relevance=1.0),
+            touch=False,
+        )
+        return Page(tuple(found[offset:wanted]), len(found), page, page_size)
+
+    # Editing
+
+    def edit(self, record_id: str, **changes: Any) -> MemoryRecord:
+        """Change text (re-embedded, event time re-resolved), importance, pinned, kind or
+        event_time; the change is kept in the history."""
+        unknown = set(changes) - set(EDITABLE)
+        if unknown:
+            raise MemoryRequestError(f"cannot edit {', '.join(sorted(unknown))}; editable: {EDITABLE}")
+        record = self._require(record_id)
+        now = self._clock()
+        values = self._validated(changes, record, now)
+        before = {name: _plain(getattr(record, name)) for name in values if name in EDITABLE}
+        after = {name: _plain(values[name]) for name in before}
+        self.records.update(f"id = {quote(record_id)}", {**values, "updated_at": now})
+        self._sync_mirror(record_id, values)
+        self.history.record([new_change(record_id, "edit", before, after, now)])
+        return self._require(record_id)
+
+    def _validated(self, changes: dict[str, Any], record: MemoryRecord, now: datetime) -> dict[str, Any]:
+        values: dict[str, Any] = {}
+        if "text" in changes:
+            text = clean_text(str(changes["text"]))
+            if not text:
+                raise MemoryRequestError("a memory needs some text")
+            values["text"] = text
+            values["vector"] = self._embedder.embed([text[:MAX_EMBED_CHARS]])[0].tolist()
+            if "event_time" not in changes:
+                resolved = resolve_event_time(text, record.created_at)
+                values["event_time"] = resolved.when if resolved else None
+        if "importance" in changes:
+            importance = int(changes["importance"])
+            if not 1 <= importance <= 10:
+                raise MemoryRequestError(f"importance must be 1-10, not {importance}")
+            values["importance"] = importance
+            values["importance_state"] = "given"
+        if "pinned" in changes:
+            values["pinned"] = bool(changes["pinned"])
+        if "kind" in changes:
+            if changes["kind"] not in KINDS:
+                raise MemoryRequestError(f"unknown kind {changes['kind']!r}")
+            values["kind"] = changes["kind"]
+        if "event_time" in changes:
+            values["event_time"] = changes["event_time"]
+        return values
+
+    def _sync_mirror(self, record_id: str, values: dict[str, Any]) -> None:
+        mirrored = {}
+        if "importance" in values:
+            mirrored["importance"] = float(values["importance"])
+        if "pinned" in values:
+            mirrored["pinned"] = bool(values["pinned"])
+        if "kind" in values:
+            mirrored["kind"] = KINDS.index(values["kind"])
+        if "deleted" in values:
+            mirrored["deleted"] = bool(values["deleted"])
+        if mirrored:
+            self._mirror.set(record_id, **mirrored)
+
+    def delete(self, record_id: str) -> None:
+        """Soft delete: hidden from retrieval and lists, restorable."""
+        self._set_deleted(record_id, True, "delete")
+
+    def restore(self, record_id: str) -> None:
+        self._set_deleted(record_id, False, "restore")
+
+    def _set_deleted(self, record_id: str, deleted: bool, action: Literal["delete", "restore"]) -> None:
+        record = self._require(record_id)
+        now = self._clock()
+        self.records.update(f"id = {quote(record_id)}", {"deleted": deleted, "updated_at": now})
+        self._mirror.set(record_id, deleted=deleted)
+        self.history.record(
+            [new_change(record_id, action, {"deleted": record.deleted}, {"deleted": deleted}, now)]
+        )
+
+    def changes(self, record_id: str | None = None, limit: int = 100) -> list[Change]:
+        return self.history.list(record_id, limit)
+
+    def undo(self, change_id: str | None = None) -> Change:
+        """Undo one change (default: the newest one not yet undone); the undo is itself a change."""
+        change = self.history.get(change_id) if change_id else self._last_undoable()
+        if change is None:
+            raise MemoryRequestError("nothing to undo" if change_id is None else f"no change {change_id}")
+        if change.undone:
+            raise MemoryRequestError(f"change {change.id} was already undone")
+        if change.action == "add":
+            self.delete(change.record_id)
+        elif change.action == "delete":
+            self.restore(change.record_id)
+        elif change.action == "restore":
+            self.delete(change.record_id)
+        elif change.action == "edit":
+            restored = {k: _revive(k, v) for k, v in change.before.items()}
+            self.edit(change.record_id, **restored)
+        else:
+            raise MemoryRequestError(f"a {change.action} cannot be undone")
+        self.history.mark_undone(change.id)
+        return change
+
+    def _last_undoable(self) -> Change | None:
+        for change in self.history.list(limit=1_000):
+            if not change.undone and change.action in ("add", "edit", "delete", "restore"):
+                return change
+        return None
+
+    def _require(self, record_id: str) -> MemoryRecord:
+        record = self.get(record_id)
+        if record is None:
+            raise MemoryRequestError(f"no memory with id {record_id}")
+        return record
+
+
+def _and(*clauses: str | None) -> str:
+    return " AND ".join(c for c in clauses if c)
+
+
+def _plain(value: Any) -> Any:
+    return value.isoformat() if isinstance(value, datetime) else value
+
+
+def _revive(name: str, value: Any) -> Any:
+    if name == "event_time" and isinstance(value, str):
+        return datetime.fromisoformat(value)
+    return value
+

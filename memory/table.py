@@ -1,0 +1,174 @@
+"""A LanceDB table with serialised writes, indices made as it grows, and errors that say what
+is wrong. A table that exists but cannot be read is reported, never replaced by an empty one.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Sequence
+from typing import Any, TypeVar
+
+import pyarrow as pa
+from lancedb.index import FTS, IvfPq
+
+from memory.database import DatabaseError
+from memory.locking import LockTimeout, WriteLock
+
+log = logging.getLogger(__name__)
+T = TypeVar("T")
+
+# Brute-force vector search is exact and fast enough below this; above it an IVF-PQ index.
+VECTOR_INDEX_MIN_ROWS = 50_000
+# New rows are searchable at once (flat search over unindexed rows); folding them into the
+# indices every so often keeps queries fast.
+REINDEX_EVERY_ROWS = 5_000
+
+
+def quote(value: str) -> str:
+    """A SQL string literal for LanceDB filters."""
+    return "'" + value.replace("'", "''") + "'"
+
+
+def in_list(column: str, values: Sequence[str]) -> str:
+    return f"{column} IN ({', '.join(quote(v) for v in values)})"
+
+
+class Table:
+    def __init__(
+        self,
+        database: Any,
+        name: str,
+        schema: pa.Schema,
+        lock: WriteLock,
+        text_column: str | None = "text",
+        vector_column: str | None = "vector",
+    ) -> None:
+        self.name = name
+        self.schema = schema
+        self._lock = lock
+        self._text_column = text_column
+        self._vector_column = vector_column
+        self._rows_since_index = 0
+        self._table = self._open_or_create(database)
+
+    def _open_or_create(self, database: Any) -> Any:
+        location = f"{database.uri}/{self.name}.lance"
+        try:
+            existing = set(database.table_names())
+        except Exception as error:  # LanceDB raises several types for an unreadable folder
+            raise DatabaseError(f"cannot list the tables in {database.uri}: {error}") from None
+        if self.name not in existing:
+            with self._locked():
+                if self.name not in set(database.table_names()):
+                    return database.create_table(self.name, schema=self.schema)
+        try:
+            table = database.open_table(self.name)
+            table.count_rows()
+        except Exception as error:
+            raise DatabaseError(
+                f"the memory table {location} exists but cannot be read ({_short(error)}); it was "
+                "left untouched: restore it from a backup or move it aside to start afresh"
+            ) from None
+        return table
+
+    def _locked(self) -> Any:
+        return self._lock.hold()
+
+    def write(self, action: Callable[[Any], T]) -> T:
+        """Run ``action(table)`` holding the write lock, on the latest version of the table."""
+        try:
+            with self._lock.hold():
+                self._table.checkout_latest()
+                return action(self._table)
+        except LockTimeout as error:
+            raise DatabaseError(f"the memory database is locked: {error}") from None
+
+    def add(self, rows: list[dict[str, Any]] | pa.Table) -> None:
+        data = rows if isinstance(rows, pa.Table) else pa.Table.from_pylist(rows, schema=self.schema)
+        self.write(lambda table: table.add(data))
+        self._rows_since_index += data.num_rows
+        if self._rows_since_index >= REINDEX_EVERY_ROWS:
+            self.ensure_indices()
+
+    def update(self, where: str, values: dict[str, Any]) -> None:
+        self.write(lambda table: table.update(where=where, values=values))
+
+    def upsert(self, rows: list[dict[str, Any]], on: str = "id") -> None:
+        data = pa.Table.from_pylist(rows, schema=self.schema)
+        self.write(
+            lambda table: table.merge_insert(on)
+            .when_matched_update_all()
+            .when_not_matched_insert_all()
+            .execute(data)
+        )
+
+    def refresh(self) -> None:
+        self._table.checkout_latest()
+
+    def count(self, where: str | None = None) -> int:
+        self.refresh()
+        return int(self._table.count_rows(where))
+
+    def query(
+        self,
+        where: str | None = None,
+        columns: Sequence[str] | None = None,
+        limit: int | None = None,
+        offset: int = 0,
+    ) -> pa.Table:
+        self.refresh()
+        builder = self._table.search()
+        if where:
+            builder = builder.where(where)
+        if columns:
+            builder = builder.select(list(columns))
+        if offset:
+            builder = builder.offset(offset)
+        builder = builder.limit(limit if limit is not None else max(self._table.count_rows(), 1))
+        result: pa.Table = builder.to_arrow()
+        return result
+
+    def vector_search(
+        self, vector: Sequence[float], limit: int, where: str | None, columns: Sequence[str]
+    ) -> pa.Table:
+        builder = self._table.search(list(vector), vector_column_name=self._vector_column)
+        builder = builder.distance_type("cosine")
+        if where:
+            builder = builder.where(where, prefilter=True)
+        result: pa.Table = builder.select([*columns, "_distance"]).limit(limit).to_arrow()
+        return result
+
+    def text_search(
+        self, text: str, limit: int, where: str | None, columns: Sequence[str]
+    ) -> pa.Table:
+        builder = self._table.search(text, query_type="fts", fts_columns=self._text_column)
+        if where:
+            builder = builder.where(where, prefilter=True)
+        result: pa.Table = builder.select([*columns, "_score"]).limit(limit).to_arrow()
+        return result
+
+    def ensure_indices(self) -> None:
+        """Create missing indices and fold new rows into existing ones."""
+
+        def maintain(table: Any) -> None:
+            names = {index.name for index in table.list_indices()}
+            rows = table.count_rows()
+            if "id_idx" not in names and "id" in self.schema.names and rows:
+                table.create_scalar_index("id", index_type="BTREE", name="id_idx")
+            if self._text_column and f"{self._text_column}_idx" not in names and rows:
+                table.create_index(self._text_column, config=FTS())
+            vector_index = f"{self._vector_column}_idx"
+            if self._vector_column and vector_index not in names and rows >= VECTOR_INDEX_MIN_ROWS:
+                table.create_index(self._vector_column, config=IvfPq(distance_type="cosine"))
+            elif names:
+                table.optimize()
+
+        self.write(maintain)
+        self._rows_since_index = 0
+
+
+def _short(error: Exception) -> str:
+    text = " ".join(str(error).split())
+    return text if len(text) <= 160 else text[:159] + "…"
+
+

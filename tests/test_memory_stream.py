@@ -1,0 +1,264 @@
+"""The memory stream on real LanceDB with the real embedder."""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Iterator
+from datetime import timedelta
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from memory.embedder import OnnxSentenceEmbedder
+from memory.records import DEFAULT_IMPORTANCE
+from memory.scoring import RetrievalWeights, combined_score, min_max, recency
+from memory.stream import Filters, MemoryConfig, MemoryRequestError, MemoryStream
+from tests.memory_helpers import START, Clock, ScriptedLLM
+
+HOUR_US = 3_600_000_000
+
+
+@pytest.fixture
+def clock() -> Clock:
+    return Clock()
+
+
+@pytest.fixture
+def stream(tmp_path: Path, embedder: OnnxSentenceEmbedder, clock: Clock) -> Iterator[MemoryStream]:
+    memory = MemoryStream(tmp_path / "data", embedder, clock=clock)
+    yield memory
+    memory.close()
+
+
+# Scoring, by hand
+
+
+def test_recency_decays_by_hours_since_last_access() -> None:
+    now = 100 * HOUR_US
+    last = np.array([100 * HOUR_US, 90 * HOUR_US, 0, 110 * HOUR_US], dtype=np.int64)
+    assert recency(last, now) == pytest.approx([1.0, 0.995**10, 0.995**100, 1.0])
+
+
+def test_min_max_and_ties() -> None:
+    assert min_max(np.array([2.0, 4.0, 3.0])) == pytest.approx([0.0, 1.0, 0.5])
+    assert min_max(np.array([7.0, 7.0])) == pytest.approx([0.0, 0.0])
+    assert min_max(np.array([])).size == 0
+
+
+def test_combined_score_weights_each_normalised_term() -> None:
+    rec = np.array([1.0, 0.5, 0.0])
+    imp = np.array([10.0, 1.0, 5.5])
+    rel = np.array([0.2, 0.4, 0.3])
+    weights = RetrievalWeights(recency=2.0, importance=1.0, relevance=0.5)
+    expected = [2 * 1.0 + 1.0 + 0.5 * 0.0, 2 * 0.5 + 0.0 + 0.5 * 1.0, 0.0 + 0.5 + 0.5 * 0.5]
+    assert combined_score(rec, imp, rel, weights) == pytest.approx(expected)
+
+
+# Adding and retrieving
+
+
+def test_add_is_committed_and_visible_to_a_new_instance(
+    tmp_path: Path, stream: MemoryStream, embedder: OnnxSentenceEmbedder
+) -> None:
+    record = stream.add("My sister Anna lives in Lisbon.", source="user", importance=6)
+    again = MemoryStream(tmp_path / "data", embedder)
+    stored = again.get(record.id)
+    assert stored is not None and stored.text == record.text and stored.importance == 6
+    assert stored.sources == ("user",) and stored.importance_state == "given"
+    assert stored.created_at == START
+
+
+def test_relevant_memory_ranks_first_and_is_touched(stream: MemoryStream, clock: Clock) -> None:
+    stream.add("The dentist appointment is on Friday.", importance=5)
+    target = stream.add("My sister Anna's birthday is on the fifth of May.", importance=5)
+    stream.add("I bought new running shoes.", importance=5)
+    clock.advance(hours=10)
+    found = stream.retrieve("When is Anna's birthday?", k=2)
+    assert found[0].record.id == target.id
+    assert found[0].record.last_accessed_at == clock.now
+    assert stream.get(target.id).last_accessed_at == clock.now  # type: ignore[union-attr]
+
+
+def test_scores_match_the_formula_computed_by_hand(stream: MemoryStream, clock: Clock) -> None:
+    texts = ["Coffee with Ben at the station.", "Ben moved to Oslo.", "Paint the fence."]
+    records = []
+    for hours, (text, importance) in enumerate(zip(texts, [2, 9, 4], strict=True)):
+        records.append(stream.add(text, importance=importance))
+        clock.advance(hours=hours + 1)
+    weights = RetrievalWeights(recency=1.0, importance=1.0, relevance=1.0)
+    stream.config = MemoryConfig(relevance="cosine")
+    found = stream.retrieve("Where does Ben live?", k=3, weights=weights, touch=False)
+
+    query = stream._embedder.embed(["Where does Ben live?"])[0]
+    stored = [stream.get(r.id) for r in records]
+    hours = np.array([(clock.now - s.last_accessed_at) / timedelta(hours=1) for s in stored])  # type: ignore[union-attr]
+    rec = 0.995**hours
+    imp = np.array([2.0, 9.0, 4.0])
+    rel = np.array([float(s.embedding @ query) for s in stored])  # type: ignore[union-attr, operator]
+    norm = lambda v: (v - v.min()) / (v.max() - v.min())  # noqa: E731
+    expected = norm(rec) + norm(imp) + norm(rel)
+    by_id = {f.record.id: f.score for f in found}
+    assert [by_id[r.id] for r in records] == pytest.approx(expected.tolist(), abs=1e-4)
+    assert [f.record.id for f in found] == [records[i].id for i in np.argsort(-expected)]
+
+
+def test_recency_wins_between_equal_memories(stream: MemoryStream, clock: Clock) -> None:
+    old = stream.add("Water the plants on the balcony.", importance=3)
+    clock.advance(hours=200)
+    new = stream.add("Water the plants in the kitchen.", importance=3)
+    found = stream.retrieve("water the plants", k=2, weights=RetrievalWeights(1.0, 0.0, 0.0))
+    assert [f.record.id for f in found] == [new.id, old.id]
+
+
+def test_filters(stream: MemoryStream, clock: Clock) -> None:
+    a = stream.add("Plan: finish the report by noon.", kind="plan", source="assistant")
+    clock.advance(hours=1)
+    b = stream.add("Fact: the report is about solar panels.", kind="fact", source="tool", pinned=True)
+    ids = lambda f: {m.record.id for m in stream.retrieve("report", k=10, filters=f, touch=False)}  # noqa: E731
+    assert ids(Filters(kinds=("plan",))) == {a.id}
+    assert ids(Filters(sources=("tool",))) == {b.id}
+    assert ids(Filters(pinned=True)) == {b.id}
+    assert ids(Filters(since=START + timedelta(minutes=30))) == {b.id}
+    assert ids(Filters(until=START)) == {a.id}
+
+
+def test_near_duplicate_is_merged_keeping_both_sources(stream: MemoryStream) -> None:
+    first = stream.add("Remember that the wifi password is on the fridge.", source="user")
+    second = stream.add("Remember that the wifi password is on the fridge!", source="assistant")
+    assert second.id == first.id and second.sources == ("user", "assistant")
+    assert len(stream) == 1
+    other_kind = stream.add("Remember that the wifi password is on the fridge.", kind="fact")
+    assert other_kind.id != first.id
+
+
+def test_relative_time_becomes_absolute_event_time(stream: MemoryStream) -> None:
+    record = stream.add("Call the plumber tomorrow at 3pm.")
+    assert record.event_time is not None
+    assert record.event_time.astimezone(START.tzinfo).isoformat() == "2026-11-22T15:00:00+00:00"
+
+
+def test_bad_input_is_refused_or_cleaned(stream: MemoryStream) -> None:
+    with pytest.raises(MemoryRequestError, match="needs some text"):
+        stream.add("   ")
+    with pytest.raises(MemoryRequestError, match="unknown source"):
+        stream.add("hi there", source="martian")
+    with pytest.raises(MemoryRequestError, match="importance must be 1-10"):
+        stream.add("hi there", importance=11)
+    broken = b"caf\xe9 and \xff bytes".decode("utf-8", "surrogateescape")
+    record = stream.add(broken + "\x00")
+    assert stream.get(record.id).text == "caf\ufffd and \ufffd bytes"  # type: ignore[union-attr]
+    huge = "word " * 2_000_000
+    kept = stream.add(huge)
+    assert stream.get(kept.id).text == huge.strip()  # type: ignore[union-attr]
+
+
+# Importance in the background
+
+
+def test_add_does_not_wait_for_the_rating(tmp_path: Path, embedder: OnnxSentenceEmbedder) -> None:
+    gate = threading.Event()
+    llm = ScriptedLLM({"rating": 8}, gate=gate)
+    memory = MemoryStream(tmp_path / "data", embedder, llm=llm)
+    try:
+        record = memory.add("I got the job offer from the hospital!")
+        assert record.importance_state == "pending" and llm.calls == []
+        gate.set()
+        assert memory.wait_for_ratings(30)
+        stored = memory.get(record.id)
+        assert stored is not None and (stored.importance, stored.importance_state) == (8, "rated")
+        assert "job offer" in llm.calls[0][0]["content"]
+    finally:
+        memory.close()
+
+
+def test_bad_rating_is_retried_once_then_defaulted(
+    tmp_path: Path, embedder: OnnxSentenceEmbedder
+) -> None:
+    llm = ScriptedLLM({"rating": "very"}, {"rating": 42}, {"rating": 6})
+    memory = MemoryStream(tmp_path / "data", embedder, llm=llm)
+    try:
+        record = memory.add("Brushed my teeth.")
+        assert memory.wait_for_ratings(30)
+        stored = memory.get(record.id)
+        assert stored is not None and len(llm.calls) == 2
+        assert (stored.importance, stored.importance_state) == (DEFAULT_IMPORTANCE, "fallback")
+        assert memory.rate_pending() == 1
+        assert memory.wait_for_ratings(30)
+        assert memory.get(record.id).importance == 6  # type: ignore[union-attr]
+    finally:
+        memory.close()
+
+
+def test_llm_errors_do_not_stop_the_rater(tmp_path: Path, embedder: OnnxSentenceEmbedder) -> None:
+    llm = ScriptedLLM(ConnectionError("down"), ConnectionError("down"), {"rating": 2})
+    memory = MemoryStream(tmp_path / "data", embedder, llm=llm)
+    try:
+        first = memory.add("The server was down.")
+        assert memory.wait_for_ratings(30)
+        second = memory.add("Made the bed.")
+        assert memory.wait_for_ratings(30)
+        assert memory.get(first.id).importance_state == "fallback"  # type: ignore[union-attr]
+        assert memory.get(second.id).importance == 2  # type: ignore[union-attr]
+    finally:
+        memory.close()
+
+
+# Editing with history
+
+
+def test_edit_reembeds_and_retrieval_sees_it_at_once(stream: MemoryStream) -> None:
+    record = stream.add("The meeting is in room 4.", importance=4)
+    stream.add("Lunch was pasta.", importance=4)
+    stream.edit(record.id, text="The piano lesson moved to Thursday.")
+    found = stream.retrieve("piano lesson", k=1, touch=False)
+    assert found[0].record.id == record.id
+    assert found[0].record.text == "The piano lesson moved to Thursday."
+
+
+def test_delete_restore_and_undo(stream: MemoryStream) -> None:
+    record = stream.add("Secret: the spare key is under the mat.", importance=5)
+    stream.delete(record.id)
+    assert stream.retrieve("spare key", k=5, touch=False) == []
+    assert stream.get(record.id).deleted  # type: ignore[union-attr]
+    stream.restore(record.id)
+    assert stream.retrieve("spare key", k=5, touch=False)[0].record.id == record.id
+    stream.edit(record.id, importance=9, pinned=True)
+    actions = [c.action for c in stream.changes(record.id)]
+    assert actions[:4] == ["edit", "restore", "delete", "add"]
+    stream.undo()
+    restored = stream.get(record.id)
+    assert restored is not None and (restored.importance, restored.pinned) == (5, False)
+    delete_change = next(c for c in stream.changes(record.id) if c.action == "delete")
+    stream.undo(delete_change.id)
+    assert stream.get(record.id).deleted  # type: ignore[union-attr]
+    with pytest.raises(MemoryRequestError, match="already undone"):
+        stream.undo(delete_change.id)
+
+
+def test_list_pages_and_sorts(stream: MemoryStream, clock: Clock) -> None:
+    for index in range(25):
+        stream.add(f"Note number {index} about topic {index}", importance=1 + index % 10)
+        clock.advance(minutes=1)
+    page = stream.list(page=2, page_size=10)
+    assert page.describe() == "showing 10 of 25 (page 2/3)"
+    assert [r.text for r in page.items][0] == "Note number 14 about topic 14"
+    by_importance = stream.list(sort="importance", page_size=5)
+    assert {r.importance for r in by_importance.items} == {10}
+
+
+def test_evidence_tree(stream: MemoryStream) -> None:
+    a = stream.add("Anna called about the trip.", importance=4)
+    b = stream.add("Anna booked flights to Rome.", importance=5)
+    insight = stream.add("Anna is planning a trip to Rome.", kind="reflection", evidence=[a.id, b.id])
+    higher = stream.add("Travel matters a lot to Anna.", kind="reflection", evidence=[insight.id])
+    tree = stream.evidence_tree(higher.id)
+    assert tree.children[0].record.id == insight.id
+    assert {c.record.id for c in tree.children[0].children} == {a.id, b.id}
+
+
+def test_utility_grows_when_a_memory_helps(stream: MemoryStream) -> None:
+    record = stream.add("Use the blue folder for taxes.")
+    stream.bump_utility(record.id)
+    stream.bump_utility(record.id, 2.5)
+    assert stream.get(record.id).utility == pytest.approx(3.5)  # type: ignore[union-attr]
