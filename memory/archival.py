@@ -137,10 +137,12 @@ def split_into_chunks(
 
 def join_chunks(chunks: Sequence[Span]) -> str:
     """The text the chunks were cut from (chunks in order)."""
-    text = ""
+    pieces: list[str] = []
+    length = 0
     for chunk in chunks:
-        text = text[: chunk.start] + chunk.text
-    return text
+        pieces.append(chunk.text[max(length - chunk.start, 0) :])
+        length = max(length, chunk.start + len(chunk.text))
+    return "".join(pieces)
 
 
 # Hybrid search, shared with recall storage
@@ -205,6 +207,8 @@ class ArchivalStore:
         self._clock = clock
         self.table = Table(database, "archival", archival_schema(embedder.dimensions), lock)
         self.table.ensure_indices()
+        # Text search without an index would not drop stop words or stem: index the first rows.
+        self._indexed = self.table.count() > 0
 
     def insert(self, text: str, source: str = "user", title: str | None = None) -> list[str]:
         """Chunk, embed and store a document; returns its chunk ids (committed on return)."""
@@ -217,6 +221,9 @@ class ArchivalStore:
         vectors = self._embedder.embed([chunk.text for chunk in chunks])
         rows = self._rows(chunks, vectors, source, clean_text(title or "") or None)
         self.table.add(rows)
+        if not self._indexed:
+            self.table.ensure_indices()
+            self._indexed = True
         return [row["id"] for row in rows]
 
     def _rows(

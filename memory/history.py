@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import time
 import uuid
 from dataclasses import dataclass
 from datetime import datetime
@@ -47,7 +48,8 @@ def new_change(
     record_id: str, action: Action, before: dict[str, Any], after: dict[str, Any], at: datetime
 ) -> dict[str, Any]:
     return {
-        "id": uuid.uuid4().hex,
+        # Sortable by when it was written, even when the injected clock stands still.
+        "id": f"{time.time_ns():020d}-{uuid.uuid4().hex[:12]}",
         "record_id": record_id,
         "action": action,
         "before": json.dumps(before, default=str, ensure_ascii=False),
@@ -80,7 +82,9 @@ class History:
     def list(self, record_id: str | None = None, limit: int = 100) -> list[Change]:
         where = f"record_id = {quote(record_id)}" if record_id else None
         rows = self.table.query(where=where).to_pylist()
-        changes = sorted((change_from_row(r) for r in rows), key=lambda c: c.at, reverse=True)
+        changes = sorted(
+            (change_from_row(r) for r in rows), key=lambda c: (c.at, c.id), reverse=True
+        )
         return changes[:limit]
 
     def get(self, change_id: str) -> Change | None:

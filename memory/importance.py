@@ -59,9 +59,7 @@ def rate_text(llm: StructuredLLM, text: str) -> int | None:
 class ImportanceRater:
     """Rates queued records on a background thread and hands each result to ``apply``."""
 
-    def __init__(
-        self, llm: StructuredLLM, apply: Callable[[Sequence[Rating]], None]
-    ) -> None:
+    def __init__(self, llm: StructuredLLM, apply: Callable[[Sequence[Rating]], None]) -> None:
         self._llm = llm
         self._apply = apply
         self._queue: queue.Queue[tuple[str, str] | None] = queue.Queue()
@@ -106,7 +104,9 @@ class ImportanceRater:
         for record_id, text in batch:
             value = rate_text(self._llm, text)
             ratings.append(
-                Rating(record_id, value if value is not None else DEFAULT_IMPORTANCE, value is not None)
+                Rating(
+                    record_id, value if value is not None else DEFAULT_IMPORTANCE, value is not None
+                )
             )
         try:
             self._apply(ratings)

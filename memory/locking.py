@@ -60,7 +60,7 @@ class WriteLock:
                     os.close(handle)
                     raise LockTimeout(
                         f"{self.path} is held by another process{holder} for over "
-                        f"{self.timeout_s:.0f} s"
+                        f"{self.timeout_s:g} s"
                     ) from None
                 time.sleep(POLL_SECONDS)
         os.ftruncate(handle, 0)

@@ -18,7 +18,7 @@ from numpy.typing import NDArray
 from memory.records import KINDS, Kind
 
 COLUMNS = ["id", "kind", "importance", "last_accessed_at", "created_at", "pinned", "deleted"]
-KIND_CODES = {kind: code for code, kind in enumerate(KINDS)}
+KIND_CODES: dict[str, int] = {kind: code for code, kind in enumerate(KINDS)}
 
 
 def to_us(moment: datetime) -> int:
@@ -116,4 +116,7 @@ def _us(value: object) -> int:
 
 
 def _micros(column: pa.ChunkedArray) -> NDArray[np.int64]:
-    return column.cast(pa.timestamp("us", tz="UTC")).cast(pa.int64()).to_numpy().astype(np.int64)
+    micros: NDArray[np.int64] = (
+        column.cast(pa.timestamp("us", tz="UTC")).cast(pa.int64()).to_numpy().astype(np.int64)
+    )
+    return micros

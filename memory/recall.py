@@ -78,6 +78,8 @@ class RecallStore:
         self.table.ensure_indices()
         with self._locked():
             self._next_seq = self._last_seq() + 1
+        # Text search without an index would not drop stop words or stem: index the first rows.
+        self._indexed = self._next_seq > 1
 
     def _last_seq(self) -> int:
         seqs = self.table.query(columns=["seq"]).column("seq")
@@ -112,6 +114,9 @@ class RecallStore:
             )
             self.table.add([{**asdict(message), "vector": vector}])
             self._next_seq += 1
+            if not self._indexed:
+                self.table.ensure_indices()
+                self._indexed = True
         return message
 
     def search(

@@ -96,10 +96,8 @@ class MemoryRecord:
 
 
 def _aware(value: Any) -> datetime:
-    if isinstance(value, datetime):
-        return value if value.tzinfo else value.replace(tzinfo=UTC)
-    # pandas / numpy timestamps
-    converted = value.to_pydatetime() if hasattr(value, "to_pydatetime") else value
+    """A timezone-aware datetime from what Arrow hands back (naive values are UTC)."""
+    converted: datetime = value.to_pydatetime() if hasattr(value, "to_pydatetime") else value
     return converted if converted.tzinfo else converted.replace(tzinfo=UTC)
 
 

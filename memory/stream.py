@@ -9,6 +9,7 @@ LLM and the clock are handed in.
 from __future__ import annotations
 
 import logging
+import re
 import uuid
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -22,7 +23,7 @@ from numpy.typing import NDArray
 
 from memory.database import open_database
 from memory.embedder import Embedder
-from memory.history import Change, History, HISTORY_SCHEMA, new_change
+from memory.history import HISTORY_SCHEMA, Change, History, new_change
 from memory.importance import ImportanceRater, Rating
 from memory.llm import StructuredLLM
 from memory.locking import WriteLock
@@ -111,6 +112,9 @@ class EvidenceNode:
     children: tuple[EvidenceNode, ...]
 
 
+_SURROGATES = re.compile("[\ud800-\udfff]")
+
+
 def _timestamp(moment: datetime) -> str:
     return f"arrow_cast({to_us(moment)}, 'Timestamp(Microsecond, Some(\"UTC\"))')"
 
@@ -118,7 +122,7 @@ def _timestamp(moment: datetime) -> str:
 def clean_text(text: str) -> str:
     """Text that any store and screen can hold: lone surrogates (from undecodable bytes) become
     U+FFFD, NULs are dropped."""
-    return text.encode("utf-8", "replace").decode("utf-8").replace("\x00", "").strip()
+    return _SURROGATES.sub("\ufffd", text).replace("\x00", "").strip()
 
 
 class MemoryStream:
@@ -216,7 +220,10 @@ class MemoryStream:
             f"created_at >= {_timestamp(datetime.fromtimestamp(since, now.tzinfo))}"
         )
         found = self.records.vector_search(vector.tolist(), 1, where, ["id"])
-        if found.num_rows and 1.0 - found.column("_distance")[0].as_py() >= self.config.duplicate_cosine:
+        if (
+            found.num_rows
+            and 1.0 - found.column("_distance")[0].as_py() >= self.config.duplicate_cosine
+        ):
             return self.get(found.column("id")[0].as_py())
         return None
 
@@ -228,7 +235,15 @@ class MemoryStream:
         )
         self._mirror.set(existing.id, last_accessed_at=now)
         self.history.record(
-            [new_change(existing.id, "merge", {"sources": list(existing.sources)}, {"sources": list(sources)}, now)]
+            [
+                new_change(
+                    existing.id,
+                    "merge",
+                    {"sources": list(existing.sources)},
+                    {"sources": list(sources)},
+                    now,
+                )
+            ]
         )
         return existing.with_changes(sources=sources, last_accessed_at=now, updated_at=now)
 
@@ -244,7 +259,10 @@ class MemoryStream:
             )
             self._mirror.set(rating.record_id, importance=float(rating.importance))
         self.history.record(
-            [new_change(r.record_id, "rate", {}, {"importance": r.importance}, now) for r in ratings]
+            [
+                new_change(r.record_id, "rate", {}, {"importance": r.importance}, now)
+                for r in ratings
+            ]
         )
 
     def wait_for_ratings(self, timeout: float | None = None) -> bool:
@@ -294,14 +312,20 @@ class MemoryStream:
             rows.column("last_accessed_at").cast(pa.int64()).to_numpy(), to_us(now)
         )
         importance_values = rows.column("importance").to_numpy().astype(np.float64)
-        relevance_values = self._relevance(vector, vectors, np.array([lexical.get(i, 0.0) for i in ids]))
+        relevance_values = self._relevance(
+            vector, vectors, np.array([lexical.get(i, 0.0) for i in ids])
+        )
         scores = combined_score(recency_values, importance_values, relevance_values, weights)
         order = np.argsort(-scores, kind="stable")[:k]
         chosen = [ids[i] for i in order]
         if touch:
             self._touch(chosen, now)
         records = rows.to_pylist()
-        normalised = (min_max(recency_values), min_max(importance_values), min_max(relevance_values))
+        normalised = (
+            min_max(recency_values),
+            min_max(importance_values),
+            min_max(relevance_values),
+        )
         return [
             ScoredMemory(
                 record=MemoryRecord.from_row(records[i]).with_changes(
@@ -333,7 +357,9 @@ class MemoryStream:
         lexical: dict[str, float] = {}
         if weights.relevance and query and self.config.relevance != "cosine":
             try:
-                by_text = self.records.text_search(query, self.config.text_candidates, where, ["id"])
+                by_text = self.records.text_search(
+                    query, self.config.text_candidates, where, ["id"]
+                )
             except Exception as error:  # a query the FTS parser rejects still gets vector hits
                 log.warning("text search failed for %r: %s", query[:80], error)
             else:
@@ -348,7 +374,9 @@ class MemoryStream:
     ) -> list[str]:
         """The best records by the query-independent terms (recency and importance)."""
         mirror = self._mirror
-        mask = mirror.mask(filters.kinds, filters.pinned, filters.since, filters.until, filters.include_deleted)
+        mask = mirror.mask(
+            filters.kinds, filters.pinned, filters.since, filters.until, filters.include_deleted
+        )
         positions = np.flatnonzero(mask)
         if positions.size == 0:
             return []
@@ -406,7 +434,7 @@ class MemoryStream:
         cited = [r for r in self.get_many(list(record.evidence)) if r.id not in seen]
         return EvidenceNode(record, tuple(self._evidence(r, depth - 1, seen) for r in cited))
 
-    def list(
+    def list_memories(
         self,
         filters: Filters | None = None,
         sort: SortKey = "created_at",
@@ -449,7 +477,9 @@ class MemoryStream:
         event_time; the change is kept in the history."""
         unknown = set(changes) - set(EDITABLE)
         if unknown:
-            raise MemoryRequestError(f"cannot edit {', '.join(sorted(unknown))}; editable: {EDITABLE}")
+            raise MemoryRequestError(
+                f"cannot edit {', '.join(sorted(unknown))}; editable: {EDITABLE}"
+            )
         record = self._require(record_id)
         now = self._clock()
         values = self._validated(changes, record, now)
@@ -460,7 +490,9 @@ class MemoryStream:
         self.history.record([new_change(record_id, "edit", before, after, now)])
         return self._require(record_id)
 
-    def _validated(self, changes: dict[str, Any], record: MemoryRecord, now: datetime) -> dict[str, Any]:
+    def _validated(
+        self, changes: dict[str, Any], record: MemoryRecord, now: datetime
+    ) -> dict[str, Any]:
         values: dict[str, Any] = {}
         if "text" in changes:
             text = clean_text(str(changes["text"]))
@@ -507,7 +539,9 @@ class MemoryStream:
     def restore(self, record_id: str) -> None:
         self._set_deleted(record_id, False, "restore")
 
-    def _set_deleted(self, record_id: str, deleted: bool, action: Literal["delete", "restore"]) -> None:
+    def _set_deleted(
+        self, record_id: str, deleted: bool, action: Literal["delete", "restore"]
+    ) -> None:
         record = self._require(record_id)
         now = self._clock()
         self.records.update(f"id = {quote(record_id)}", {"deleted": deleted, "updated_at": now})
@@ -523,7 +557,9 @@ class MemoryStream:
         """Undo one change (default: the newest one not yet undone); the undo is itself a change."""
         change = self.history.get(change_id) if change_id else self._last_undoable()
         if change is None:
-            raise MemoryRequestError("nothing to undo" if change_id is None else f"no change {change_id}")
+            raise MemoryRequestError(
+                "nothing to undo" if change_id is None else f"no change {change_id}"
+            )
         if change.undone:
             raise MemoryRequestError(f"change {change.id} was already undone")
         if change.action == "add":
@@ -565,4 +601,3 @@ def _revive(name: str, value: Any) -> Any:
     if name == "event_time" and isinstance(value, str):
         return datetime.fromisoformat(value)
     return value
-

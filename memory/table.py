@@ -9,7 +9,7 @@ from collections.abc import Callable, Sequence
 from typing import Any, TypeVar
 
 import pyarrow as pa
-from lancedb.index import FTS, IvfPq
+from lancedb.index import FTS, BTree, IvfPq
 
 from memory.database import DatabaseError
 from memory.locking import LockTimeout, WriteLock
@@ -33,6 +33,17 @@ def in_list(column: str, values: Sequence[str]) -> str:
     return f"{column} IN ({', '.join(quote(v) for v in values)})"
 
 
+def table_names(database: Any) -> set[str]:
+    names: set[str] = set()
+    token = None
+    while True:
+        response = database.list_tables(page_token=token)
+        names.update(response.tables)
+        token = response.page_token
+        if not token:
+            return names
+
+
 class Table:
     def __init__(
         self,
@@ -50,16 +61,17 @@ class Table:
         self._vector_column = vector_column
         self._rows_since_index = 0
         self._table = self._open_or_create(database)
+        self._has_text_index = self._text_index_name() in self._index_names()
 
     def _open_or_create(self, database: Any) -> Any:
         location = f"{database.uri}/{self.name}.lance"
         try:
-            existing = set(database.table_names())
+            existing = table_names(database)
         except Exception as error:  # LanceDB raises several types for an unreadable folder
             raise DatabaseError(f"cannot list the tables in {database.uri}: {error}") from None
         if self.name not in existing:
             with self._locked():
-                if self.name not in set(database.table_names()):
+                if self.name not in table_names(database):
                     return database.create_table(self.name, schema=self.schema)
         try:
             table = database.open_table(self.name)
@@ -84,10 +96,15 @@ class Table:
             raise DatabaseError(f"the memory database is locked: {error}") from None
 
     def add(self, rows: list[dict[str, Any]] | pa.Table) -> None:
-        data = rows if isinstance(rows, pa.Table) else pa.Table.from_pylist(rows, schema=self.schema)
+        data = (
+            rows if isinstance(rows, pa.Table) else pa.Table.from_pylist(rows, schema=self.schema)
+        )
         self.write(lambda table: table.add(data))
         self._rows_since_index += data.num_rows
-        if self._rows_since_index >= REINDEX_EVERY_ROWS:
+        # The text index also decides tokenising (stemming, stop words): make it with the first
+        # rows, so search behaves the same on a new table as on an old one.
+        needs_text_index = self._text_column is not None and not self._has_text_index
+        if needs_text_index or self._rows_since_index >= REINDEX_EVERY_ROWS:
             self.ensure_indices()
 
     def update(self, where: str, values: dict[str, Any]) -> None:
@@ -96,10 +113,12 @@ class Table:
     def upsert(self, rows: list[dict[str, Any]], on: str = "id") -> None:
         data = pa.Table.from_pylist(rows, schema=self.schema)
         self.write(
-            lambda table: table.merge_insert(on)
-            .when_matched_update_all()
-            .when_not_matched_insert_all()
-            .execute(data)
+            lambda table: (
+                table.merge_insert(on)
+                .when_matched_update_all()
+                .when_not_matched_insert_all()
+                .execute(data)
+            )
         )
 
     def refresh(self) -> None:
@@ -147,6 +166,12 @@ class Table:
         result: pa.Table = builder.select([*columns, "_score"]).limit(limit).to_arrow()
         return result
 
+    def _text_index_name(self) -> str:
+        return f"{self._text_column}_idx"
+
+    def _index_names(self) -> set[str]:
+        return {index.name for index in self._table.list_indices()}
+
     def ensure_indices(self) -> None:
         """Create missing indices and fold new rows into existing ones."""
 
@@ -154,8 +179,8 @@ class Table:
             names = {index.name for index in table.list_indices()}
             rows = table.count_rows()
             if "id_idx" not in names and "id" in self.schema.names and rows:
-                table.create_scalar_index("id", index_type="BTREE", name="id_idx")
-            if self._text_column and f"{self._text_column}_idx" not in names and rows:
+                table.create_index("id", config=BTree())
+            if self._text_column and self._text_index_name() not in names and rows:
                 table.create_index(self._text_column, config=FTS())
             vector_index = f"{self._vector_column}_idx"
             if self._vector_column and vector_index not in names and rows >= VECTOR_INDEX_MIN_ROWS:
@@ -165,10 +190,9 @@ class Table:
 
         self.write(maintain)
         self._rows_since_index = 0
+        self._has_text_index = self._text_index_name() in self._index_names()
 
 
 def _short(error: Exception) -> str:
     text = " ".join(str(error).split())
     return text if len(text) <= 160 else text[:159] + "…"
-
-

@@ -56,7 +56,7 @@ def test_sigkill_at_random_moments_loses_no_acknowledged_record(
         assert process.stdout.readline().strip() == "ready"
         deadline = time.monotonic() + chance.uniform(0.05, 0.6)
         lines: list[str] = []
-        reader = threading.Thread(target=lambda: lines.extend(iter(process.stdout.readline, "")))  # type: ignore[union-attr]
+        reader = threading.Thread(target=lines.extend, args=(iter(process.stdout.readline, ""),))
         reader.start()
         time.sleep(max(0.0, deadline - time.monotonic()))
         process.send_signal(signal.SIGKILL)
@@ -85,7 +85,9 @@ def test_concurrent_writers_lose_no_update(
     def add_some(worker: int) -> None:
         try:
             for index in range(6):
-                added.append(stream.add(f"worker {worker} wrote note {index} on {worker * index}").id)
+                added.append(
+                    stream.add(f"worker {worker} wrote note {index} on {worker * index}").id
+                )
         except BaseException as error:
             errors.append(error)
 
@@ -136,7 +138,8 @@ def test_a_locked_database_gives_a_clear_message(
             sys.executable,
             "-c",
             "import fcntl, os, sys, time; f = os.open(sys.argv[1], os.O_RDWR);"
-            "fcntl.flock(f, fcntl.LOCK_EX); os.pwrite(f, b'4242', 0); print('held', flush=True);"
+            "fcntl.flock(f, fcntl.LOCK_EX); os.ftruncate(f, 0); os.pwrite(f, b'4242', 0);"
+            "print('held', flush=True);"
             "time.sleep(30)",
             str(data_dir / "memory.lock"),
         ],
@@ -145,7 +148,9 @@ def test_a_locked_database_gives_a_clear_message(
     )
     try:
         assert holder.stdout is not None and holder.stdout.readline().strip() == "held"
-        with pytest.raises(DatabaseError, match=r"locked: .*memory.lock is held by another process \(pid 4242\)"):
+        with pytest.raises(
+            DatabaseError, match=r"locked: .*memory.lock is held by another process \(pid 4242\)"
+        ):
             stream.add("This must wait for the lock.")
     finally:
         holder.kill()

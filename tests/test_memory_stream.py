@@ -114,7 +114,9 @@ def test_recency_wins_between_equal_memories(stream: MemoryStream, clock: Clock)
 def test_filters(stream: MemoryStream, clock: Clock) -> None:
     a = stream.add("Plan: finish the report by noon.", kind="plan", source="assistant")
     clock.advance(hours=1)
-    b = stream.add("Fact: the report is about solar panels.", kind="fact", source="tool", pinned=True)
+    b = stream.add(
+        "Fact: the report is about solar panels.", kind="fact", source="tool", pinned=True
+    )
     ids = lambda f: {m.record.id for m in stream.retrieve("report", k=10, filters=f, touch=False)}  # noqa: E731
     assert ids(Filters(kinds=("plan",))) == {a.id}
     assert ids(Filters(sources=("tool",))) == {b.id}
@@ -229,28 +231,30 @@ def test_delete_restore_and_undo(stream: MemoryStream) -> None:
     stream.undo()
     restored = stream.get(record.id)
     assert restored is not None and (restored.importance, restored.pinned) == (5, False)
-    delete_change = next(c for c in stream.changes(record.id) if c.action == "delete")
-    stream.undo(delete_change.id)
+    restore_change = next(c for c in stream.changes(record.id) if c.action == "restore")
+    stream.undo(restore_change.id)
     assert stream.get(record.id).deleted  # type: ignore[union-attr]
     with pytest.raises(MemoryRequestError, match="already undone"):
-        stream.undo(delete_change.id)
+        stream.undo(restore_change.id)
 
 
 def test_list_pages_and_sorts(stream: MemoryStream, clock: Clock) -> None:
     for index in range(25):
         stream.add(f"Note number {index} about topic {index}", importance=1 + index % 10)
         clock.advance(minutes=1)
-    page = stream.list(page=2, page_size=10)
+    page = stream.list_memories(page=2, page_size=10)
     assert page.describe() == "showing 10 of 25 (page 2/3)"
-    assert [r.text for r in page.items][0] == "Note number 14 about topic 14"
-    by_importance = stream.list(sort="importance", page_size=5)
-    assert {r.importance for r in by_importance.items} == {10}
+    assert page.items[0].text == "Note number 14 about topic 14"
+    by_importance = stream.list_memories(sort="importance", page_size=5)
+    assert [r.importance for r in by_importance.items] == [10, 10, 9, 9, 8]
 
 
 def test_evidence_tree(stream: MemoryStream) -> None:
     a = stream.add("Anna called about the trip.", importance=4)
     b = stream.add("Anna booked flights to Rome.", importance=5)
-    insight = stream.add("Anna is planning a trip to Rome.", kind="reflection", evidence=[a.id, b.id])
+    insight = stream.add(
+        "Anna is planning a trip to Rome.", kind="reflection", evidence=[a.id, b.id]
+    )
     higher = stream.add("Travel matters a lot to Anna.", kind="reflection", evidence=[insight.id])
     tree = stream.evidence_tree(higher.id)
     assert tree.children[0].record.id == insight.id
