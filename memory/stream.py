@@ -98,6 +98,31 @@ class Filters:
 
 
 @dataclass(frozen=True)
+class NewMemory:
+    """What a caller asks to remember; see :meth:`MemoryStream.add`."""
+
+    text: str
+    kind: Kind = "observation"
+    source: str = "user"
+    importance: int | None = None
+    evidence: tuple[str, ...] = ()
+    event_time: datetime | None = None
+    created_at: datetime | None = None
+    pinned: bool = False
+
+
+def _validate(item: NewMemory) -> None:
+    if not clean_text(item.text):
+        raise MemoryRequestError("a memory needs some text")
+    if item.kind not in KINDS:
+        raise MemoryRequestError(f"unknown kind {item.kind!r}; one of {', '.join(KINDS)}")
+    if not is_valid_source(item.source):
+        raise MemoryRequestError(f"unknown source {item.source!r}")
+    if item.importance is not None and not 1 <= item.importance <= 10:
+        raise MemoryRequestError(f"importance must be 1-10, not {item.importance}")
+
+
+@dataclass(frozen=True)
 class ScoredMemory:
     record: MemoryRecord
     score: float
@@ -171,43 +196,81 @@ class MemoryStream:
     ) -> MemoryRecord:
         """Store a record; returns once it is committed. A near-copy of a recent record of
         the same kind is merged into it instead (both sources kept)."""
-        text = clean_text(text)
-        if not text:
-            raise MemoryRequestError("a memory needs some text")
-        if kind not in KINDS:
-            raise MemoryRequestError(f"unknown kind {kind!r}; one of {', '.join(KINDS)}")
-        if not is_valid_source(source):
-            raise MemoryRequestError(f"unknown source {source!r}")
-        if importance is not None and not 1 <= importance <= 10:
-            raise MemoryRequestError(f"importance must be 1-10, not {importance}")
-        now = created_at or self._clock()
-        vector = self._embedder.embed([text[:MAX_EMBED_CHARS]])[0]
-        duplicate = self._recent_duplicate(vector, kind, now)
-        if duplicate is not None:
-            return self._merge(duplicate, source, now)
-        resolved = resolve_event_time(text, now) if event_time is None else None
-        record = MemoryRecord(
+        new = NewMemory(
+            text, kind, source, importance, tuple(evidence), event_time, created_at, pinned
+        )
+        return self.add_many([new])[0]
+
+    def add_many(
+        self, items: Sequence[NewMemory], merge_duplicates: bool = True
+    ) -> list[MemoryRecord]:
+        """Store several records in one commit (embedded in one batch); returns them in order,
+        a merged near-copy standing for its item."""
+        for item in items:
+            _validate(item)
+        texts = [clean_text(item.text) for item in items]
+        vectors = self._embedder.embed([text[:MAX_EMBED_CHARS] for text in texts])
+        results: list[MemoryRecord] = []
+        fresh: list[MemoryRecord] = []
+        for item, text, vector in zip(items, texts, vectors, strict=True):
+            now = item.created_at or self._clock()
+            duplicate = self._recent_duplicate(vector, item.kind, now) if merge_duplicates else None
+            if duplicate is not None:
+                results.append(self._merge(duplicate, item.source, now))
+                continue
+            record = self._new_record(item, text, vector, now)
+            fresh.append(record)
+            results.append(record)
+        if fresh:
+            rows = [record.to_row() for record in fresh]
+            self.records.add(rows)
+            self._mirror.extend(rows)
+            self.history.record(
+                [new_change(r.id, "add", {}, {"text": r.text}, r.created_at) for r in fresh]
+            )
+            if self._rater is not None:
+                for record in fresh:
+                    if record.importance_state == "pending":
+                        self._rater.submit(record.id, record.text[:MAX_EMBED_CHARS])
+        return results
+
+    @staticmethod
+    def _new_record(
+        item: NewMemory, text: str, vector: NDArray[np.float32], now: datetime
+    ) -> MemoryRecord:
+        event_time = item.event_time
+        if event_time is None:
+            resolved = resolve_event_time(text, now)
+            event_time = resolved.when if resolved else None
+        return MemoryRecord(
             id=uuid.uuid4().hex,
             text=text,
-            kind=kind,
+            kind=item.kind,
             created_at=now,
             last_accessed_at=now,
-            importance=importance if importance is not None else DEFAULT_IMPORTANCE,
-            importance_state="given" if importance is not None else "pending",
-            sources=(source,),
-            event_time=event_time or (resolved.when if resolved else None),
-            evidence=tuple(evidence),
-            pinned=pinned,
+            importance=item.importance if item.importance is not None else DEFAULT_IMPORTANCE,
+            importance_state="given" if item.importance is not None else "pending",
+            sources=(item.source,),
+            event_time=event_time,
+            evidence=item.evidence,
+            pinned=item.pinned,
             updated_at=now,
             embedding=vector,
         )
-        row = record.to_row()
-        self.records.add([row])
-        self._mirror.extend([row])
-        self.history.record([new_change(record.id, "add", {}, {"text": text}, now)])
-        if record.importance_state == "pending" and self._rater is not None:
-            self._rater.submit(record.id, text[:MAX_EMBED_CHARS])
-        return record
+
+    def restore_records(self, records: Sequence[MemoryRecord]) -> None:
+        """Write records exactly as given (ids, times, ratings; import and undo of a purge).
+        A record without an embedding is embedded; one whose id exists is replaced."""
+        missing = [r for r in records if r.embedding is None]
+        vectors = self._embedder.embed([r.text[:MAX_EMBED_CHARS] for r in missing])
+        embedded = {r.id: v for r, v in zip(missing, vectors, strict=True)}
+        rows = [
+            (r if r.embedding is not None else r.with_changes(embedding=embedded[r.id])).to_row()
+            for r in records
+        ]
+        for start in range(0, len(rows), 10_000):
+            self.records.upsert(rows[start : start + 10_000])
+        self._mirror.load(self.records.query(columns=MIRROR_COLUMNS))
 
     def _recent_duplicate(
         self, vector: NDArray[np.float32], kind: Kind, now: datetime
