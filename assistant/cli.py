@@ -18,7 +18,7 @@ from assistant.config import (
 )
 from assistant.lifecycle import exit_cleanly_on_signals
 from assistant.llm.server import LLMServerError, stop_all_servers
-from models import PARTS, ModelError, Progress
+from models import ModelError, Progress
 
 EXIT_FAILURE = 1
 EXIT_USAGE = 2
@@ -130,14 +130,16 @@ def _models(loaded: LoadedConfig, args: argparse.Namespace) -> int:
     from assistant.model_paths import ProfileModels
 
     models = ProfileModels(loaded.settings, _print_progress)
-    resolvers = {
-        "stt": models.stt,
-        "llm": models.llm,
-        "tts": models.tts,
-        "embedder": models.embedder,
-    }
-    for part in PARTS:
-        print(f"{part:<9} {resolvers[part]()}")
+    stt, llm, tts, embedder = models.stt(), models.llm(), models.tts(), models.embedder()
+    rows = [
+        ("stt", stt.name, str(stt.directory)),
+        ("llm", llm.name, str(llm.gguf)),
+        ("tts", tts.name, str(tts.model)),
+        ("embedder", embedder.name, str(embedder.model)),
+    ]
+    print(f"profile {loaded.settings.profile}: every weight is present and verified")
+    for part, name, path in rows:
+        print(f"{part:<9} {name:<36} {path}")
     return 0
 
 

@@ -26,25 +26,6 @@ def session_cache(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return tmp_path_factory.mktemp("cache")
 
 
-@pytest.fixture
-def isolated_env(
-    monkeypatch: pytest.MonkeyPatch, tmp_path: Path, session_cache: Path
-) -> dict[str, str]:
-    """No BRAIN_/OPENAI_ variable from the developer's shell leaks into a test."""
-    for name in list(os.environ):
-        if name.startswith(("BRAIN_", "OPENAI_")):
-            monkeypatch.delenv(name)
-    values = {
-        "BRAIN_CONFIG": str(tmp_path / "config.toml"),
-        "BRAIN_DATA_DIR": str(tmp_path / "data"),
-        "BRAIN_CACHE_DIR": str(session_cache),
-    }
-    (tmp_path / "config.toml").write_text("", encoding="utf-8")
-    for name, value in values.items():
-        monkeypatch.setenv(name, value)
-    return values
-
-
 def make_settings(profile: str, data_dir: Path, cache_dir: Path, **flags: str) -> Settings:
     given = {"profile": profile, "data_dir": str(data_dir), "cache_dir": str(cache_dir), **flags}
     empty = data_dir.parent / "empty-config.toml"
