@@ -68,3 +68,12 @@ def cosine(query: NDArray[np.float32], vectors: NDArray[np.float32]) -> FloatArr
     norms = np.linalg.norm(vectors, axis=1) * max(float(np.linalg.norm(query)), 1e-12)
     result: FloatArray = (vectors @ query).astype(np.float64) / np.maximum(norms, 1e-12)
     return result
+
+
+def reciprocal_rank(values: FloatArray, constant: int = 60) -> FloatArray:
+    """1 / (constant + rank), rank 1 for the largest value (reciprocal-rank fusion, Cormack et
+    al. 2009, use constant 60); equal values take consecutive ranks in their order."""
+    ranks = np.empty(values.size, dtype=np.float64)
+    ranks[np.argsort(-values, kind="stable")] = np.arange(1, values.size + 1)
+    result: FloatArray = 1.0 / (constant + ranks)
+    return result

@@ -19,6 +19,7 @@ from typing import Any, Literal
 
 import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 from numpy.typing import NDArray
 
 from memory.database import open_database
@@ -39,14 +40,21 @@ from memory.records import (
     records_schema,
     utc_now,
 )
-from memory.scoring import RetrievalWeights, combined_score, cosine, min_max, recency
+from memory.scoring import (
+    RetrievalWeights,
+    combined_score,
+    cosine,
+    min_max,
+    recency,
+    reciprocal_rank,
+)
 from memory.table import Table, in_list, quote
 from memory.timeparse import resolve_event_time
 
 log = logging.getLogger(__name__)
 
 Clock = Callable[[], datetime]
-RelevanceMode = Literal["cosine", "text", "hybrid"]
+RelevanceMode = Literal["cosine", "text", "hybrid", "rrf", "contextual"]
 SortKey = Literal["created_at", "last_accessed_at", "importance", "utility"]
 EDITABLE = ("text", "importance", "pinned", "kind", "event_time")
 # A huge paste is kept whole; only this much of it is embedded and rated.
@@ -60,15 +68,34 @@ class MemoryRequestError(Exception):
 @dataclass(frozen=True)
 class MemoryConfig:
     weights: RetrievalWeights = field(default_factory=RetrievalWeights)
-    relevance: RelevanceMode = "hybrid"
-    # Share of the lexical (BM25) signal in hybrid relevance.
+    # How relevance to the query is measured (recall on LoCoMo: python -m benchmarks.locomo):
+    # cosine: cosine similarity of the MiniLM vectors;
+    # text: BM25 (LanceDB full-text search);
+    # hybrid: (1 - text_weight) * min-max(cosine) + text_weight * min-max(BM25);
+    # rrf: reciprocal-rank fusion of the two rankings, same shares, constant rrf_k;
+    # contextual (default): hybrid, plus the query's names (subject_boost) and the record's
+    #   neighbours in its episode (context_weight); see MemoryStream._relevance.
+    relevance: RelevanceMode = "contextual"
+    # Share of the lexical (BM25) signal in hybrid, rrf and contextual relevance.
     text_weight: float = 0.5
+    rrf_k: int = 60
+    # contextual: a capitalised word of the query that opens records (the speaker of "Anna: ...",
+    # the subject of "Anna moved ...") adds this to their relevance (on the 0-1 scale of the
+    # blend), and half of the cosine term is measured on the query without those names.
+    # 0 turns this off.
+    subject_boost: float = 0.5
+    # contextual: a record also gets context_weight ** d of the relevance of the records d
+    # places before and after it in creation order (the better side; d <= context_radius),
+    # when they are of the same kind and created within context_gap_seconds of it: the turns
+    # around a conversation turn answer or explain it. 0 turns this off.
+    context_weight: float = 0.5
+    context_radius: int = 2
+    context_gap_seconds: float = 1800.0
     vector_candidates: int = 100
     text_candidates: int = 100
     static_candidates: int = 50
     duplicate_cosine: float = 0.95
     duplicate_window_hours: float = 24.0
-    reflection_threshold: int = 150
 
 
 @dataclass(frozen=True)
@@ -270,6 +297,7 @@ class MemoryStream:
         ]
         for start in range(0, len(rows), 10_000):
             self.records.upsert(rows[start : start + 10_000])
+        self.records.ensure_indices()
         self._mirror.load(self.records.query(columns=MIRROR_COLUMNS))
 
     def _recent_duplicate(
@@ -346,6 +374,9 @@ class MemoryStream:
 
     # Retrieval
 
+    # Records in creation order, rebuilt lazily when the mirror changes (see _creation_order).
+    _order_cache: _CreationOrder | None = None
+
     def retrieve(
         self,
         query: str,
@@ -355,13 +386,17 @@ class MemoryStream:
         touch: bool = True,
     ) -> list[ScoredMemory]:
         """The top ``k`` records by recency + importance + relevance (each min-max normalised
-        over the candidates); those returned get last_accessed_at = now."""
+        over the candidates, relevance measured as ``config.relevance`` says); those returned
+        get last_accessed_at = now."""
         filters = filters or Filters()
         weights = weights or self.config.weights
         now = self._clock()
         query = clean_text(query)
-        vector = self._embedder.embed([query[:MAX_EMBED_CHARS] or " "])[0]
-        candidate_ids, lexical = self._candidates(query, vector, filters, weights, now)
+        asked = self._asked(query)
+        allowed = self._mirror.mask(
+            filters.kinds, filters.pinned, filters.since, filters.until, filters.include_deleted
+        )
+        candidate_ids, lexical = self._candidates(asked, filters, weights, now, allowed)
         if not candidate_ids:
             return []
         rows = self.records.query(
@@ -370,20 +405,19 @@ class MemoryStream:
         if rows.num_rows == 0:
             return []
         ids = rows.column("id").to_pylist()
-        vectors = np.stack(rows.column("vector").to_numpy(zero_copy_only=False)).astype(np.float32)
         recency_values = recency(
             rows.column("last_accessed_at").cast(pa.int64()).to_numpy(), to_us(now)
         )
         importance_values = rows.column("importance").to_numpy().astype(np.float64)
         relevance_values = self._relevance(
-            vector, vectors, np.array([lexical.get(i, 0.0) for i in ids])
+            asked, rows, np.array([lexical.get(i, 0.0) for i in ids], dtype=np.float64)
         )
         scores = combined_score(recency_values, importance_values, relevance_values, weights)
         order = np.argsort(-scores, kind="stable")[:k]
         chosen = [ids[i] for i in order]
         if touch:
             self._touch(chosen, now)
-        records = rows.to_pylist()
+        records = rows.take(pa.array(order, type=pa.int64())).to_pylist()
         normalised = (
             min_max(recency_values),
             min_max(importance_values),
@@ -391,56 +425,78 @@ class MemoryStream:
         )
         return [
             ScoredMemory(
-                record=MemoryRecord.from_row(records[i]).with_changes(
-                    last_accessed_at=now if touch else records[i]["last_accessed_at"]
+                record=MemoryRecord.from_row(row).with_changes(
+                    last_accessed_at=now if touch else row["last_accessed_at"]
                 ),
                 score=float(scores[i]),
                 recency=float(normalised[0][i]),
                 importance=float(normalised[1][i]),
                 relevance=float(normalised[2][i]),
             )
-            for i in order
+            for i, row in zip(order, records, strict=True)
         ]
+
+    def _asked(self, query: str) -> _Query:
+        """The query embedded, with its names when contextual relevance uses them (the query
+        without the names is embedded in the same batch)."""
+        config = self.config
+        names = (
+            query_names(query) if config.relevance == "contextual" and config.subject_boost else ()
+        )
+        rest = without_names(query, names)[:MAX_EMBED_CHARS]
+        vectors = self._embedder.embed([query[:MAX_EMBED_CHARS] or " ", *([rest] if rest else [])])
+        return _Query(query, vectors[0], names, vectors[1] if rest else None)
 
     def _candidates(
         self,
-        query: str,
-        vector: NDArray[np.float32],
+        asked: _Query,
         filters: Filters,
         weights: RetrievalWeights,
         now: datetime,
+        allowed: NDArray[np.bool_],
     ) -> tuple[list[str], dict[str, float]]:
+        """The records worth scoring: the nearest by vector, the best by BM25, their episode
+        neighbours (contextual relevance), and the best by the query-independent terms; with
+        the BM25 score of each text hit."""
         where = filters.where()
         found: dict[str, None] = {}
+        lexical: dict[str, float] = {}
+        mode = self.config.relevance
         if weights.relevance:
             by_vector = self.records.vector_search(
-                vector.tolist(), self.config.vector_candidates, where, ["id"]
+                asked.vector.tolist(), self.config.vector_candidates, where, ["id"]
             )
             found.update(dict.fromkeys(by_vector.column("id").to_pylist()))
-        lexical: dict[str, float] = {}
-        if weights.relevance and query and self.config.relevance != "cosine":
-            try:
-                by_text = self.records.text_search(
-                    query, self.config.text_candidates, where, ["id"]
-                )
-            except Exception as error:  # a query the FTS parser rejects still gets vector hits
-                log.warning("text search failed for %r: %s", query[:80], error)
-            else:
-                scores = by_text.column("_score").to_numpy()
-                lexical = dict(zip(by_text.column("id").to_pylist(), scores.tolist(), strict=True))
-                found.update(dict.fromkeys(lexical))
-        found.update(dict.fromkeys(self._static_candidates(filters, weights, now)))
+            terms = lexical_query(asked.text)
+            if terms and mode != "cosine":
+                try:
+                    by_text = self.records.text_search(
+                        terms, self.config.text_candidates, where, ["id"]
+                    )
+                except Exception as error:  # a query the FTS index rejects still gets vector hits
+                    log.warning("text search failed for %r: %s", terms[:80], error)
+                else:
+                    scores = by_text.column("_score").to_numpy()
+                    ids = by_text.column("id").to_pylist()
+                    lexical = dict(zip(ids, scores.tolist(), strict=True))
+                    found.update(dict.fromkeys(lexical))
+            if mode == "contextual" and self.config.context_weight > 0:
+                positions = self._positions(list(found))
+                near = self._neighbours(positions[positions >= 0], allowed)
+                mirror_ids = self._mirror.ids
+                found.update(dict.fromkeys(mirror_ids[i] for i in np.unique(near[near >= 0])))
+        found.update(dict.fromkeys(self._static_candidates(weights, now, allowed)))
         return list(found), lexical
 
     def _static_candidates(
-        self, filters: Filters, weights: RetrievalWeights, now: datetime
+        self, weights: RetrievalWeights, now: datetime, allowed: NDArray[np.bool_]
     ) -> list[str]:
-        """The best records by the query-independent terms (recency and importance)."""
+        """The best records by the query-independent terms (recency and importance), among
+        those the filters allow; none when both terms weigh nothing."""
+        if not (weights.recency or weights.importance):
+            return []
         mirror = self._mirror
-        mask = mirror.mask(
-            filters.kinds, filters.pinned, filters.since, filters.until, filters.include_deleted
-        )
-        positions = np.flatnonzero(mask)
+        positions = np.flatnonzero(allowed)
         if positions.size == 0:
             return []
         static = weights.recency * min_max(
@@ -451,16 +507,115 @@ class MemoryStream:
         return [mirror.ids[i] for i in best]
 
     def _relevance(
-        self, query: NDArray[np.float32], vectors: NDArray[np.float32], lexical: NDArray[np.float64]
+        self,
+        asked: _Query,
+        rows: pa.Table,
+        lexical: NDArray[np.float64],
     ) -> NDArray[np.float64]:
-        semantic = cosine(query, vectors)
-        if self.config.relevance == "cosine":
+        """Relevance of each row to the query, as ``config.relevance`` says:
+
+        * cosine: cosine similarity of the vectors; text: the BM25 score (0 outside the hits);
+        * hybrid: (1 - s) * min-max(cosine) + s * min-max(BM25), s = ``text_weight``;
+        * rrf: (1 - s) / (rrf_k + cosine rank) + s / (rrf_k + BM25 rank) (0 outside the hits);
+        * contextual: hybrid, where a query name that opens records (``query_names``) adds
+          ``subject_boost`` to those records, and the cosine term is the mean of the cosine to
+          the query and to the query without those names (the name is matched exactly; the
+          vector then measures what is asked about that person); then each record gets
+          ``context_weight ** d`` of the better of its two neighbours' values at distance d.
+        """
+        column = rows.column("vector").combine_chunks()
+        vectors = column.flatten().to_numpy().astype(np.float32).reshape(len(column), -1)
+        semantic = cosine(asked.vector, vectors)
+        mode = self.config.relevance
+        if mode == "cosine":
             return semantic
-        if self.config.relevance == "text":
+        if mode == "text":
             return lexical
         share = self.config.text_weight
+        if mode == "rrf":
+            fused: NDArray[np.float64] = (1 - share) * reciprocal_rank(
+                semantic, self.config.rrf_k
+            ) + share * np.where(lexical > 0, reciprocal_rank(lexical, self.config.rrf_k), 0.0)
+            return fused
+        subjects: NDArray[np.bool_] = np.zeros(rows.num_rows, dtype=bool)
+        if mode == "contextual" and asked.names:
+            subjects, names = opening_names(rows.column("text"), asked.names)
+            rest = asked.without_names
+            if names and set(names) != set(asked.names):
+                # Only some of the capitalised words name someone here: leave out just those.
+                text = without_names(asked.text, names)[:MAX_EMBED_CHARS]
+                rest = self._embedder.embed([text])[0] if text else None
+            if names and rest is not None:
+                semantic = (semantic + cosine(rest, vectors)) / 2
         blended: NDArray[np.float64] = (1 - share) * min_max(semantic) + share * min_max(lexical)
-        return blended
+        if mode != "contextual":
+            return blended
+        blended = blended + self.config.subject_boost * subjects
+        return self._with_context(blended, self._positions(rows.column("id").to_pylist()))
+
+    def _positions(self, ids: Sequence[str]) -> NDArray[np.int64]:
+        """Each record's place in the mirror (-1: unknown)."""
+        where = self._mirror._position
+        return np.array([where.get(i, -1) for i in ids], dtype=np.int64)
+
+    def _creation_order(self) -> tuple[NDArray[np.int64], NDArray[np.int64]]:
+        """(order, rank): mirror places sorted by creation, and each place's index in that."""
+        if self._order_cache is None:
+            self._order_cache = _CreationOrder()
+        return self._order_cache.current(self._mirror.created_us)
+
+    def _neighbours(
+        self, positions: NDArray[np.int64], allowed: NDArray[np.bool_] | None = None
+    ) -> NDArray[np.int64]:
+        """Mirror places of the records 1..context_radius steps before (side 0) and after
+        (side 1) each given record in creation order, shape (radius, 2, n); -1 where there is
+        none in its episode (same kind, created within context_gap_seconds) or the filters
+        (``allowed``) leave it out."""
+        radius = max(self.config.context_radius, 0)
+        near = np.full((radius, 2, positions.size), -1, dtype=np.int64)
+        if positions.size == 0 or radius == 0:
+            return near
+        order, rank = self._creation_order()
+        created, kind = self._mirror.created_us, self._mirror.kind
+        gap = int(self.config.context_gap_seconds * 1_000_000)
+        places = rank[positions]
+        last = order.size - 1
+        for distance in range(1, radius + 1):
+            for side, step in enumerate((-distance, distance)):
+                target = places + step
+                other = order[np.clip(target, 0, last)]
+                keep = (
+                    (target >= 0)
+                    & (target <= last)
+                    & (np.abs(created[other] - created[positions]) <= gap)
+                    & (kind[other] == kind[positions])
+                )
+                if allowed is not None:
+                    keep &= allowed[other]
+                near[distance - 1, side] = np.where(keep, other, -1)
+        return near
+
+    def _with_context(
+        self, values: NDArray[np.float64], positions: NDArray[np.int64]
+    ) -> NDArray[np.float64]:
+        """values[i] + sum over d of context_weight ** d * the larger of the values of the
+        candidates d places before and after record i in its episode."""
+        weight, radius = self.config.context_weight, self.config.context_radius
+        known = positions >= 0
+        if weight <= 0 or radius <= 0 or not known.any():
+            return values
+        near = self._neighbours(np.where(known, positions, 0))
+        near[:, :, ~known] = -1
+        # Map mirror places back to candidate indices (a neighbour outside the candidates,
+        # or filtered out, adds nothing).
+        sorter = np.argsort(positions, kind="stable")
+        ordered = positions[sorter]
+        found = np.clip(np.searchsorted(ordered, near), 0, ordered.size - 1)
+        present = (near >= 0) & (ordered[found] == near)
+        neighbour_values = np.where(present, values[sorter[found]], 0.0)
+        decay = weight ** np.arange(1, radius + 1, dtype=np.float64)
+        smoothed: NDArray[np.float64] = values + decay @ neighbour_values.max(axis=1)
+        return smoothed
 
     def _touch(self, ids: Sequence[str], now: datetime) -> None:
         if ids:
@@ -664,3 +819,132 @@ def _revive(name: str, value: Any) -> Any:
     if name == "event_time" and isinstance(value, str):
         return datetime.fromisoformat(value)
     return value
+
+
+# Retrieval helpers
+
+
+@dataclass(frozen=True)
+class _Query:
+    text: str
+    vector: NDArray[np.float32]
+    # Capitalised words that may name people (contextual relevance), and the vector of the
+    # query without them (None: no names, or nothing but question words left).
+    names: tuple[str, ...] = ()
+    without_names: NDArray[np.float32] | None = None
+
+
+_WORD = re.compile(r"[^\W\d_][\w-]*")
+# Capitalised only because they open the question: never taken for names there.
+_OPENERS = frozenset(
+    re.findall(
+        r"\w+",
+        "what when where who whom whose why how which did do does is are was were has have had "
+        "can could would should will shall may might must tell list name describe give show find "
+        "please the a an in on at for from with during after before since this that these those "
+        "there it its my our your their his her i we you they",
+    )
+)
+
+
+def lexical_query(query: str) -> str:
+    """The query as plain lower-case words for BM25: the full-text parser reads quotes as a
+    phrase (which an index without positions cannot answer) and AND / OR as operators."""
+    return " ".join(re.findall(r"\w+", query.lower()))
+
+
+def query_names(query: str) -> tuple[str, ...]:
+    """Words of the query that may be names: those that start with a capital letter, but not
+    a question or function word that is capitalised because it opens a sentence ("What")."""
+    names: dict[str, None] = {}
+    for match in _WORD.finditer(query):
+        word = match.group()
+        if len(word) < 2 or not word[0].isupper():
+            continue
+        before = query[: match.start()].rstrip(" \t\n\"'(")
+        opens_sentence = not before or before[-1] in ".?!"
+        if not (opens_sentence and word.lower() in _OPENERS):
+            names[word] = None
+    return tuple(names)
+
+
+def without_names(query: str, names: Sequence[str]) -> str:
+    """The query with the names (and their possessive 's) taken out; empty when nothing but
+    question or function words would be left."""
+    if not names:
+        return ""
+    pattern = r"(?<!\w)(?:" + "|".join(re.escape(n) for n in names) + r")(?:['\u2019]s)?(?!\w)"
+    rest = " ".join(re.sub(pattern, " ", query).split())
+    words = [w.lower() for w in _WORD.findall(rest)]
+    return rest if any(w not in _OPENERS for w in words) else ""
+
+
+def opening_names(
+    texts: pa.Array | pa.ChunkedArray, names: Sequence[str]
+) -> tuple[NDArray[np.bool_], tuple[str, ...]]:
+    """Which texts open with one of the names ("Anna: ...", "Anna moved ..."), and which of
+    the names open at least one text."""
+    hits = np.zeros(len(texts), dtype=bool)
+    opened: list[str] = []
+    for name in names:
+        pattern = "^[\\s\"'(\\[]*" + re.escape(name) + "(?:[\\s:,.;!?'\u2019)\\]]|$)"
+        found = pc.match_substring_regex(texts, pattern=pattern).to_numpy(zero_copy_only=False)
+        found = np.asarray(found, dtype=bool)
+        if found.any():
+            hits |= found
+            opened.append(name)
+    return hits, tuple(opened)
+
+
+class _CreationOrder:
+    """The mirror's records sorted by created_at (records created at the same moment in the
+    order they were added: a batch keeps its order), and each record's place in that order.
+    Kept in step with the mirror's created_us array (a new array object whenever records are
+    added or loaded); appending newer records extends it without a new sort. ``order`` and
+    ``rank`` are replaced together, so a reader never sees one without the other."""
+
+    def __init__(self) -> None:
+        empty = np.zeros(0, dtype=np.int64)
+        self._state: tuple[NDArray[np.int64] | None, NDArray[np.int64], NDArray[np.int64]] = (
+            None,
+            empty,
+            empty,
+        )
+
+    @property
+    def order(self) -> NDArray[np.int64]:
+        return self._state[1]
+
+    @property
+    def rank(self) -> NDArray[np.int64]:
+        return self._state[2]
+
+    def current(self, created: NDArray[np.int64]) -> tuple[NDArray[np.int64], NDArray[np.int64]]:
+        """(order, rank) for ``created``."""
+        self.update(created)
+        _, order, rank = self._state
+        return order, rank
+
+    def update(self, created: NDArray[np.int64]) -> None:
+        old, order, rank = self._state
+        if created is old:
+            return
+        size = 0 if old is None else old.size
+        tail = created[size:]
+        if (
+            old is not None
+            and size
+            and created.size > size
+            and int(tail.min()) >= int(old.max())
+            and np.array_equal(created[:size], old)
+        ):
+            added = np.argsort(tail, kind="stable").astype(np.int64)
+            tail_rank = np.empty(tail.size, dtype=np.int64)
+            tail_rank[added] = np.arange(size, created.size, dtype=np.int64)
+            order = np.concatenate([order, added + size])
+            rank = np.concatenate([rank, tail_rank])
+        else:
+            order = np.argsort(created, kind="stable").astype(np.int64)
+            rank = np.empty(created.size, dtype=np.int64)
+            rank[order] = np.arange(created.size, dtype=np.int64)
+        self._state = (created, order, rank)

@@ -1,0 +1,199 @@
+"""The retrieval-scale benchmark at a tiny size: its figures, its scorers, its derived vectors."""
+
+from __future__ import annotations
+
+import json
+from datetime import timedelta
+from pathlib import Path
+
+import numpy as np
+import pyarrow as pa
+import pytest
+
+from benchmarks import retrieval_scale as bench
+from memory.database import open_database
+from memory.embedder import OnnxSentenceEmbedder
+from memory.locking import WriteLock
+from memory.mirror import VECTOR_COLUMNS, RecordMirror, to_us
+from memory.records import records_schema
+from memory.scoring import cosine
+from memory.stream import MemoryStream
+from memory.table import REINDEX_EVERY_ROWS, Table
+
+
+def random_snapshot(count: int, seed: int = 7) -> bench.Snapshot:
+    rng = np.random.default_rng(seed)
+    vectors = rng.normal(size=(count, 384)).astype(np.float32)
+    vectors /= np.linalg.norm(vectors, axis=1, keepdims=True)
+    ages = rng.uniform(0, bench.SPAN.total_seconds(), size=count)
+    last = np.array([to_us(bench.NOW - timedelta(seconds=float(a))) for a in ages])
+    return bench.Snapshot(
+        ids=[f"r{i}" for i in range(count)],
+        vectors=vectors,
+        last_accessed_us=last.astype(np.int64),
+        importance=rng.integers(1, 11, size=count).astype(np.float64),
+    )
+
+
+def test_derived_vectors_are_unit_mixes_of_real_ones() -> None:
+    rng = np.random.default_rng(1)
+    real = rng.normal(size=(50, 384)).astype(np.float32)
+    real /= np.linalg.norm(real, axis=1, keepdims=True)
+    vectors, pairs = bench.derive_vectors(real, 400)
+    assert vectors.shape == (400, 384) and vectors.dtype == np.float32
+    assert np.allclose(np.linalg.norm(vectors, axis=1), 1.0, atol=1e-5)
+    assert pairs.shape == (400, 2) and pairs.min() >= 0 and pairs.max() < 50
+    # Each derived vector stays close to its two sources (a mix, not noise).
+    nearest = np.einsum("ij,ij->i", vectors, real[pairs[:, 0]])
+    assert float(np.median(nearest)) > 0.5
+    again, _ = bench.derive_vectors(real, 400)
+    assert np.array_equal(vectors, again)
+    texts = bench.derived_texts(bench.memory_texts(50), pairs[:3])
+    assert all("and also:" in text for text in texts)
+
+
+def test_texts_are_varied_and_repeatable() -> None:
+    texts = bench.memory_texts(2_000)
+    assert len(set(texts)) > 0.9 * len(texts)
+    assert bench.memory_texts(500) == texts[:500]
+    asked = bench.questions(20)
+    assert len(set(asked)) > 10 and all(q.endswith("?") for q in asked)
+
+
+def test_naive_and_vectorised_scorers_agree_on_random_data() -> None:
+    data = random_snapshot(500)
+    rows = bench.naive_rows(data)
+    rng = np.random.default_rng(3)
+    for _ in range(5):
+        query = rng.normal(size=384).astype(np.float32)
+        exact = bench.exact_top_k(data, query)
+        assert bench.naive_top_k(rows, query.tolist()) == exact
+        assert len(exact) == bench.K
+
+
+@pytest.mark.slow
+def test_benchmark_at_a_tiny_size(tmp_path: Path, embedder: OnnxSentenceEmbedder) -> None:
+    # 300 records, 200 of them embedded for real and 100 derived; 3 queries.
+    report = bench.run([300], 3, tmp_path, embedder, real_limit=200)
+    assert list(report) == ["300"]
+    figures = report["300"]
+    assert set(figures) == set(bench.FIGURES)
+    values = {name: value for name, value in figures.items() if value is not None}
+    assert set(values) == set(bench.FIGURES)  # all present at 300 records (naive included)
+    assert all(
+        isinstance(value, float) and value > 0
+        for name, value in values.items()
+        if name != "top10_agreement"
+    )
+    assert values["p95_ms"] >= values["p50_ms"]
+    assert 0.0 <= values["top10_agreement"] <= 1.0
+    json.dumps(report)
+
+    # The built memory is reused, not rebuilt; its vectors are cached.
+    cached = bench.VectorCache(tmp_path).load()[0]
+    assert cached.shape == (200, 384)
+    folders = [p for p in tmp_path.iterdir() if p.is_dir()]
+    assert len(folders) == 1
+    built = bench.prepared(tmp_path, 300, bench.BenchEmbedder(embedder), rebuild=False)[1]
+    assert built.real_records == 200 and built.derived_records == 100
+
+    # Naive and vectorised scoring give the same top-10 on the stored records.
+    stream = MemoryStream(folders[0] / "data", embedder, clock=lambda: bench.NOW)
+    try:
+        data = bench.snapshot(stream)
+    finally:
+        stream.close()
+    assert len(data.ids) == 300
+    rows = bench.naive_rows(data)
+    for question in bench.questions(3):
+        query = embedder.embed([question])[0]
+        assert bench.naive_top_k(rows, query.tolist()) == bench.exact_top_k(data, query)
+
+
+@pytest.mark.slow
+def test_command_prints_one_json_object(
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+    embedder: OnnxSentenceEmbedder,
+) -> None:
+    monkeypatch.setattr(bench, "real_embedder", lambda: embedder)
+    code = bench.main(
+        ["--sizes", "120", "--queries", "2", "--json", "--temp", "--real-limit", "100"]
+    )
+    assert code == 0
+    printed = json.loads(capsys.readouterr().out)
+    assert list(printed) == ["120"] and set(printed["120"]) == set(bench.FIGURES)
+
+
+# What the benchmark leans on: bulk adds that fold indices once, and the mirror's exact scoring
+
+
+def test_bulk_adds_fold_the_indices_once(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    schema = pa.schema([pa.field("id", pa.string()), pa.field("text", pa.string())])
+    table = Table(
+        open_database(tmp_path), "notes", schema, WriteLock(tmp_path / "lock"), vector_column=None
+    )
+    folds: list[int] = []
+    original = table.ensure_indices
+
+    def counted() -> None:
+        folds.append(1)
+        original()
+
+    monkeypatch.setattr(table, "ensure_indices", counted)
+
+    def rows(start: int, count: int) -> list[dict[str, object]]:
+        return [{"id": f"n{i}", "text": f"note {i}"} for i in range(start, start + count)]
+
+    table.add(rows(0, 10))  # the first rows make the text index
+    assert len(folds) == 1
+    with table.bulk():
+        for start in range(10, 10 + 4 * REINDEX_EVERY_ROWS, REINDEX_EVERY_ROWS):
+            table.add(rows(start, REINDEX_EVERY_ROWS))
+        assert len(folds) == 1
+        assert table.text_search("note", 5, None, ["id"]).num_rows == 5  # searchable meanwhile
+    assert len(folds) == 2
+    assert table.count() == 10 + 4 * REINDEX_EVERY_ROWS
+    # Outside bulk, a fold waits for REINDEX_SHARE of the table (here 1,000 rows < 5,000).
+    table.add(rows(100_000, REINDEX_EVERY_ROWS - 1))
+    assert len(folds) == 2
+    table.add(rows(200_000, 1))
+    assert len(folds) == 3
+
+
+def test_mirror_grows_in_batches_and_scores_every_record() -> None:
+    rng = np.random.default_rng(5)
+    mirror = RecordMirror()
+    empty = pa.Table.from_pylist([], schema=records_schema(8)).select(VECTOR_COLUMNS)
+    mirror.load(empty)
+    assert mirror.has_vectors and mirror.vectors.shape == (0, 8)
+    rows: list[dict[str, object]] = []
+    for batch in range(5):
+        created = created_before = mirror.created_us
+        new = [
+            {
+                "id": f"r{batch}-{i}",
+                "kind": "observation",
+                "importance": int(rng.integers(1, 11)),
+                "last_accessed_at": bench.NOW - timedelta(hours=float(rng.uniform(0, 900))),
+                "created_at": bench.NOW - timedelta(hours=float(rng.uniform(0, 900))),
+                "pinned": False,
+                "deleted": False,
+                "vector": (rng.normal(size=8) * 3).astype(np.float32).tolist(),
+            }
+            for i in range(700)
+        ]
+        assert mirror.created_us is created_before  # same object until records are added
+        mirror.extend(new)
+        rows.extend(new)
+        assert mirror.created_us is not created
+    assert len(mirror) == 3_500 and mirror.ids[-1] == "r4-699"
+    assert mirror.importance.tolist() == [float(r["importance"]) for r in rows]  # type: ignore[arg-type]
+    vectors = np.array([r["vector"] for r in rows], dtype=np.float32)
+    query = rng.normal(size=8).astype(np.float32)
+    assert np.allclose(mirror.similarity(query), cosine(query, vectors), atol=1e-5)
+    mirror.set("r0-0", vector=[1.0] * 8, importance=9.0)
+    assert mirror.importance[0] == 9.0
+    assert mirror.similarity(np.ones(8, dtype=np.float32))[0] == pytest.approx(1.0)
+    mirror.touch(["r1-3"], bench.NOW)
+    assert mirror.last_accessed_us[703] == to_us(bench.NOW)
