@@ -31,6 +31,9 @@ class OnnxSentenceEmbedder:
         options = onnxruntime.SessionOptions()
         options.intra_op_num_threads = threads
         options.inter_op_num_threads = 1
+        # Spinning worker threads between calls starve numpy and LanceDB on a 2-core machine
+        # (about 10 ms a retrieval under load, measured by benchmarks/retrieval_scale.py).
+        options.add_session_config_entry("session.intra_op.allow_spinning", "0")
         self._session = onnxruntime.InferenceSession(
             str(model_path), sess_options=options, providers=["CPUExecutionProvider"]
         )

@@ -16,6 +16,8 @@ from assistant.llm.runtime import LLMRuntime
 from assistant.model_paths import ProfileModels
 from assistant.settings import Settings
 from memory.embedder import OnnxSentenceEmbedder
+from memory.stream import MemoryStream
+from tests.memory_helpers import Clock
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -57,3 +59,17 @@ def fast_llm(fast_settings: Settings) -> Iterator[LLMClient]:
     runtime = LLMRuntime(fast_settings, ProfileModels(fast_settings))
     with runtime as client:
         yield client
+
+
+@pytest.fixture
+def clock() -> Clock:
+    """A clock that stands still until a test moves it."""
+    return Clock()
+
+
+@pytest.fixture
+def stream(tmp_path: Path, embedder: OnnxSentenceEmbedder, clock: Clock) -> Iterator[MemoryStream]:
+    """A fresh memory stream on real LanceDB, with the real embedder and the test clock."""
+    memory = MemoryStream(tmp_path / "data", embedder, clock=clock)
+    yield memory
+    memory.close()

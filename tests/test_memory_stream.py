@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import threading
-from collections.abc import Iterator
 from datetime import timedelta
 from pathlib import Path
 
@@ -17,18 +16,6 @@ from memory.stream import Filters, MemoryConfig, MemoryRequestError, MemoryStrea
 from tests.memory_helpers import START, Clock, ScriptedLLM
 
 HOUR_US = 3_600_000_000
-
-
-@pytest.fixture
-def clock() -> Clock:
-    return Clock()
-
-
-@pytest.fixture
-def stream(tmp_path: Path, embedder: OnnxSentenceEmbedder, clock: Clock) -> Iterator[MemoryStream]:
-    memory = MemoryStream(tmp_path / "data", embedder, clock=clock)
-    yield memory
-    memory.close()
 
 
 # Scoring, by hand

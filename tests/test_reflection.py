@@ -6,7 +6,7 @@ import logging
 import re
 import threading
 import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -41,18 +41,6 @@ OBSERVATIONS = [
     "Maria sold two paintings at the weekend market.",
     "The library closes at eight in the evening.",
 ]
-
-
-@pytest.fixture
-def clock() -> Clock:
-    return Clock()
-
-
-@pytest.fixture
-def stream(tmp_path: Path, embedder: OnnxSentenceEmbedder, clock: Clock) -> Iterator[MemoryStream]:
-    memory = MemoryStream(tmp_path / "data", embedder, clock=clock)
-    yield memory
-    memory.close()
 
 
 def observe(stream: MemoryStream, texts: Sequence[str], importance: int = 5) -> list[MemoryRecord]:
