@@ -123,6 +123,10 @@ class RecordMirror:
             self._inverse_norms[start : start + len(rows)] = _inverse_norms(vectors)
         self._publish()
 
+    def positions(self, record_ids: Sequence[str]) -> NDArray[np.int64]:
+        """Each record's place in these arrays (-1: unknown)."""
+        return np.array([self._position.get(i, -1) for i in record_ids], dtype=np.int64)
+
     def set(self, record_id: str, **values: object) -> None:
         """Change one record's values (``vector`` too, when vectors are kept)."""
         index = self._position.get(record_id)

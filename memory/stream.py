@@ -554,9 +554,7 @@ class MemoryStream:
         return self._with_context(blended, self._positions(rows.column("id").to_pylist()))
 
     def _positions(self, ids: Sequence[str]) -> NDArray[np.int64]:
-        """Each record's place in the mirror (-1: unknown)."""
-        where = self._mirror._position
-        return np.array([where.get(i, -1) for i in ids], dtype=np.int64)
+        return self._mirror.positions(ids)
 
     def _creation_order(self) -> tuple[NDArray[np.int64], NDArray[np.int64]]:
         """(order, rank): mirror places sorted by creation, and each place's index in that."""
