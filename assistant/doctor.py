@@ -15,13 +15,12 @@ import numpy as np
 from assistant.llm.client import LLMClient
 from assistant.llm.runtime import LLMRuntime
 from assistant.model_paths import ProfileModels
+from assistant.parts import load_embedder, load_stt, load_tts
 from assistant.settings import Settings
 from memory.database import open_database
-from memory.embedder import OnnxSentenceEmbedder
 from models import ProgressCallback
 from voice.devices import list_audio_devices
 from voice.stt import WhisperSTT
-from voice.tts import PiperTTS
 from voice.wer import word_error_rate
 
 SPOKEN_CLIP_TEXT = "go forward ten meters"
@@ -83,12 +82,7 @@ class Doctor:
 
     def check_stt(self) -> str:
         paths = self.models.stt()
-        stt = self._stt = WhisperSTT(
-            paths.directory,
-            threads=self.settings.stt.threads,
-            beam_size=self.settings.stt.beam_size,
-            language=self.settings.stt.language,
-        )
+        stt = self._stt = load_stt(self.settings, paths)
         heard = stt.transcribe_file(spoken_clip())
         wer = word_error_rate(SPOKEN_CLIP_TEXT, heard.text)
         if wer > SPOKEN_CLIP_MAX_WER:
@@ -97,13 +91,7 @@ class Doctor:
 
     def check_tts(self) -> str:
         paths = self.models.tts()
-        tts = PiperTTS(
-            paths.model,
-            paths.config,
-            threads=self.settings.tts.threads,
-            speed=self.settings.tts.speed,
-            volume=self.settings.tts.volume,
-        )
+        tts = load_tts(self.settings, paths)
         sentence = "The assistant is ready to talk."
         started = time.perf_counter()
         speech = tts.speak(sentence)
@@ -125,9 +113,7 @@ class Doctor:
 
     def check_embedder(self) -> str:
         paths = self.models.embedder()
-        embedder = OnnxSentenceEmbedder(
-            paths.model, paths.tokenizer, threads=self.settings.embedder.threads
-        )
+        embedder = load_embedder(self.settings, paths)
         vectors = embedder.embed(
             ["The cat sits on the mat.", "A kitten rests on a rug.", "Interest rates rose today."]
         )

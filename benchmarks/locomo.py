@@ -56,7 +56,8 @@ from typing import Any
 
 from assistant.config import ConfigError, load_config
 from assistant.model_paths import ProfileModels
-from memory.embedder import Embedder, OnnxSentenceEmbedder
+from assistant.parts import load_embedder
+from memory.embedder import Embedder
 from memory.scoring import RetrievalWeights
 from memory.stream import MemoryConfig, MemoryStream, NewMemory
 from models import ModelError
@@ -385,8 +386,7 @@ def question_counts(conversations: Sequence[Conversation]) -> dict[str, int]:
 def make_embedder() -> Embedder:
     """The MiniLM embedder of the configured profile, as the app builds it."""
     settings = load_config().settings
-    paths = ProfileModels(settings).embedder()
-    return OnnxSentenceEmbedder(paths.model, paths.tokenizer)
+    return load_embedder(settings, ProfileModels(settings).embedder())
 
 
 def main(argv: Sequence[str] | None = None) -> int:

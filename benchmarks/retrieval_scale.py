@@ -395,11 +395,10 @@ def real_embedder() -> Embedder:
     """The profile's MiniLM, built as the tests build it (settings from load_config)."""
     from assistant.config import load_config
     from assistant.model_paths import ProfileModels
-    from memory.embedder import OnnxSentenceEmbedder
+    from assistant.parts import load_embedder
 
     settings = load_config().settings
-    paths = ProfileModels(settings).embedder()
-    return OnnxSentenceEmbedder(paths.model, paths.tokenizer)
+    return load_embedder(settings, ProfileModels(settings).embedder())
 
 
 def default_cache() -> Path:

@@ -47,10 +47,10 @@ from numpy.typing import NDArray
 from assistant.config import ConfigError, load_config
 from assistant.llm.client import Endpoint, LLMClient, LLMError, Message
 from assistant.llm.server import LLMServerError, LocalLLMServer, ServerOptions
-from assistant.model_paths import ProfileModels
+from assistant.model_paths import EmbedderPaths, ProfileModels, SttPaths, TtsPaths
+from assistant.parts import load_embedder, load_stt, load_tts
 from assistant.settings import Profile, Settings
 from benchmarks.speech_data import SpeechDataError, librivox_clips
-from memory.embedder import OnnxSentenceEmbedder
 from models import ModelError
 from voice.stt import SAMPLE_RATE, WhisperSTT
 from voice.tts import PiperTTS
@@ -162,21 +162,11 @@ def transcribe_all(
     return texts, busy
 
 
-def bench_stt(settings: Settings, model_dir: Path, repeats: int) -> tuple[Stats, Report]:
+def bench_stt(settings: Settings, paths: SttPaths, repeats: int) -> tuple[Stats, Report]:
     log(f"{settings.profile}: stt")
-    options = settings.stt
-    stt, load = load_repeatedly(
-        partial(
-            WhisperSTT,
-            model_dir,
-            threads=options.threads,
-            beam_size=options.beam_size,
-            language=options.language,
-        ),
-        repeats,
-    )
-    paths, references = zip(*librivox_clips(), strict=True)
-    clips = [read_audio(path) for path in paths]
+    stt, load = load_repeatedly(partial(load_stt, settings, paths), repeats)
+    wavs, references = zip(*librivox_clips(), strict=True)
+    clips = [read_audio(wav) for wav in wavs]
     short = read_audio(SHORT_CLIP)
     stt.transcribe(short)  # warm-up
     clips_s = sum(len(audio) for audio in clips) / SAMPLE_RATE
@@ -217,20 +207,9 @@ def synthesis_rtf(tts: PiperTTS, sentences: Sequence[str]) -> float:
     return seconds / sum(speech.duration_s for speech in speeches)
 
 
-def bench_tts(settings: Settings, model: Path, config: Path, repeats: int) -> tuple[Stats, Report]:
+def bench_tts(settings: Settings, paths: TtsPaths, repeats: int) -> tuple[Stats, Report]:
     log(f"{settings.profile}: tts")
-    options = settings.tts
-    tts, load = load_repeatedly(
-        partial(
-            PiperTTS,
-            model,
-            config,
-            threads=options.threads,
-            speed=options.speed,
-            volume=options.volume,
-        ),
-        repeats,
-    )
+    tts, load = load_repeatedly(partial(load_tts, settings, paths), repeats)
     tts.speak(TTS_FIRST_CHUNK_TEXT)  # warm-up
     rtf = [synthesis_rtf(tts, TTS_SENTENCES) for _ in range(repeats)]
     first = [first_chunk_seconds(tts, TTS_FIRST_CHUNK_TEXT) for _ in range(repeats)]
@@ -378,12 +357,9 @@ def bench_llm(settings: Settings, name: str, gguf: Path, repeats: int) -> tuple[
 # Embedder
 
 
-def bench_embedder(settings: Settings, model: Path, tokenizer: Path, repeats: int) -> Stats:
+def bench_embedder(settings: Settings, paths: EmbedderPaths, repeats: int) -> Stats:
     log(f"{settings.profile}: embedder")
-    threads = settings.embedder.threads
-    _, load = load_repeatedly(
-        partial(OnnxSentenceEmbedder, model, tokenizer, threads=threads), repeats
-    )
+    _, load = load_repeatedly(partial(load_embedder, settings, paths), repeats)
     return load
 
 
@@ -395,10 +371,10 @@ def bench_profile(profile: Profile, repeats: int) -> Report:
     models = ProfileModels(settings)
     log(f"{profile}: resolving models in {settings.models_cache_dir}")
     stt, tts, llm, embedder = models.stt(), models.tts(), models.llm(), models.embedder()
-    stt_load, stt_report = bench_stt(settings, stt.directory, repeats)
-    tts_load, tts_report = bench_tts(settings, tts.model, tts.config, repeats)
+    stt_load, stt_report = bench_stt(settings, stt, repeats)
+    tts_load, tts_report = bench_tts(settings, tts, repeats)
     llm_load, llm_figures = bench_llm(settings, llm.name, llm.gguf, repeats)
-    embedder_load = bench_embedder(settings, embedder.model, embedder.tokenizer, repeats)
+    embedder_load = bench_embedder(settings, embedder, repeats)
     return {
         "models": {"stt": stt.name, "tts": tts.name, "llm": llm.name, "embedder": embedder.name},
         "threads": {

@@ -94,13 +94,19 @@ def test_local_server_answers_plain_streamed_and_schema_json(fast_llm: LLMClient
     assert isinstance(answer["sum"], int) and isinstance(answer["words"], list)
 
 
-@pytest.mark.slow
-def test_stop_ends_the_server_and_frees_its_port(fast_gguf: Path, tmp_path: Path) -> None:
+def watched_server(gguf: Path, tmp_path: Path) -> tuple[LocalLLMServer, list[ServerStatus]]:
+    """A server on the fast model, with the statuses it reports collected in a list."""
     statuses: list[ServerStatus] = []
     server = LocalLLMServer(
-        ServerOptions(gguf=fast_gguf, model_alias="t", log_path=tmp_path / "server.log"),
+        ServerOptions(gguf=gguf, model_alias="t", log_path=tmp_path / "server.log"),
         on_status=statuses.append,
     )
+    return server, statuses
+
+
+@pytest.mark.slow
+def test_stop_ends_the_server_and_frees_its_port(fast_gguf: Path, tmp_path: Path) -> None:
+    server, statuses = watched_server(fast_gguf, tmp_path)
     with server:
         pid, port = server.pid, int(server.base_url.split(":")[2].split("/")[0])
         assert pid is not None and is_running(pid) and port_open(port)
@@ -115,11 +121,7 @@ def test_stop_ends_the_server_and_frees_its_port(fast_gguf: Path, tmp_path: Path
 
 @pytest.mark.slow
 def test_a_crashed_server_is_restarted(fast_gguf: Path, tmp_path: Path) -> None:
-    statuses: list[ServerStatus] = []
-    server = LocalLLMServer(
-        ServerOptions(gguf=fast_gguf, model_alias="t", log_path=tmp_path / "server.log"),
-        on_status=statuses.append,
-    )
+    server, statuses = watched_server(fast_gguf, tmp_path)
     with server:
         first = server.pid
         assert first is not None
