@@ -24,10 +24,6 @@ class LLMRuntime:
         self.client: LLMClient | None = None
         self._closed = False
 
-    @property
-    def uses_local_server(self) -> bool:
-        return not self.settings.llm.base_url
-
     def describe(self) -> str:
         """Which model and endpoint, before anything has been started."""
         llm = self.settings.llm
