@@ -28,7 +28,9 @@ retrieval weights, so every conversation is embedded once and shared by all of t
 * ``hybrid+context``: ``contextual`` without the name matching (``subject_boost=0``);
 * ``contextual``: relevance only, ``MemoryConfig()`` as shipped (contextual relevance: hybrid,
   plus query names matched to the records they open, plus each turn's neighbours);
-* ``contextual+paper``: ``MemoryConfig()`` with Park et al.'s weights 1, 1, 1.
+* ``contextual+paper``: ``MemoryConfig()`` with Park et al.'s weights 1, 1, 1;
+* ``contextual-candidates``: ``contextual`` scored over a candidate list read from the indices
+  (``exact_scoring=False``) instead of over every record.
 
 ``--configurations NAME ...`` runs only some of them. ``best`` is the configuration with the
 highest "all" recall averaged over the requested k. The
@@ -94,6 +96,7 @@ CONFIGURATIONS: tuple[Configuration, ...] = (
     Configuration("hybrid+context", MemoryConfig(subject_boost=0.0), RELEVANCE_ONLY),
     Configuration("contextual", MemoryConfig(), RELEVANCE_ONLY),
     Configuration("contextual+paper", MemoryConfig(), PAPER),
+    Configuration("contextual-candidates", MemoryConfig(exact_scoring=False), RELEVANCE_ONLY),
 )
 
 

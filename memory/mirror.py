@@ -6,8 +6,9 @@ records the scalar columns take about 30 MB. Only this process writes the table 
 owns the store), so the copy is kept current by the store's own writes.
 
 Loaded with ``VECTOR_COLUMNS`` (instead of ``COLUMNS``) it also keeps every record's embedding
-(384 float32 = 1.5 KB a record: 15 MB at 10k, 150 MB at 100k, 1.5 GB at 1M), and
-:meth:`RecordMirror.similarity` gives the cosine of a query to *every* record in one
+scaled to length 1 (384 float32 = 1.5 KB a record: 15 MB at 10k, 150 MB at 100k, 1.5 GB at 1M)
+and the word its text opens with (the speaker of "Anna: ...", the subject of "Anna moved ..."),
+and :meth:`RecordMirror.similarity` gives the cosine of a query to *every* record in one
 matrix-vector product (about 1 ms at 10k, 10 ms at 100k, 150 ms at 1M on 2 cores), so
 retrieval can score all records exactly instead of a candidate list.
 
@@ -18,18 +19,24 @@ records are added or loaded (``_CreationOrder`` in the stream relies on that).
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable, Sequence
 from datetime import datetime
 from typing import Any
 
 import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 from numpy.typing import NDArray
 
 from memory.records import KINDS, Kind
 
 COLUMNS = ["id", "kind", "importance", "last_accessed_at", "created_at", "pinned", "deleted"]
-VECTOR_COLUMNS = [*COLUMNS, "vector"]
+VECTOR_COLUMNS = [*COLUMNS, "vector", "text"]
+# The first word of a text, after any opening quotes or brackets: what a name in a question is
+# matched against (the same pattern runs in Python and in Arrow's RE2).
+OPENER_PATTERN = "^[\\s\"'(\\[]*(?P<opener>[^\\s:,.;!?'\u2019)\\]]+)"
+_OPENER = re.compile(OPENER_PATTERN)
 KIND_CODES: dict[str, int] = {kind: code for code, kind in enumerate(KINDS)}
 _SCALARS: dict[str, type[np.generic]] = {
     "kind": np.int8,
@@ -39,6 +46,9 @@ _SCALARS: dict[str, type[np.generic]] = {
     "pinned": np.bool_,
     "deleted": np.bool_,
 }
+
+
+_BLOCK_ROWS = 65_536
 
 
 def to_us(moment: datetime) -> int:
@@ -52,8 +62,14 @@ class RecordMirror:
         self._buffers: dict[str, NDArray[Any]] = {
             name: np.zeros(0, dtype=dtype) for name, dtype in _SCALARS.items()
         }
-        self._vectors: NDArray[np.float32] | None = None
-        self._inverse_norms: NDArray[np.float32] | None = None
+        # Every record's embedding scaled to length 1, so a similarity is one product.
+        self._directions: NDArray[np.float32] | None = None
+        # Each record's opener as a code into _opener_codes (-1: none); kept with the vectors.
+        self._openers: NDArray[np.int32] | None = None
+        self._opener_codes: dict[str, int] = {}
+        # Changes whenever records are added or loaded or a kind changes: what depends on the
+        # order and kinds of the records (episode neighbours) is rebuilt when it moves.
+        self.layout_version = 0
         self.kind = np.zeros(0, dtype=np.int8)
         self.importance = np.zeros(0, dtype=np.float64)
         self.last_accessed_us = np.zeros(0, dtype=np.int64)
@@ -66,14 +82,15 @@ class RecordMirror:
 
     @property
     def has_vectors(self) -> bool:
-        return self._vectors is not None
+        return self._directions is not None
 
     @property
-    def vectors(self) -> NDArray[np.float32]:
-        """Every record's embedding, one row each (only when loaded with VECTOR_COLUMNS)."""
-        if self._vectors is None:
+    def directions(self) -> NDArray[np.float32]:
+        """Every record's embedding scaled to length 1 (zeros for a zero or non-finite one),
+        one row each; only when loaded with VECTOR_COLUMNS."""
+        if self._directions is None:
             raise ValueError("this mirror keeps no vectors (load it with VECTOR_COLUMNS)")
-        return self._vectors[: len(self.ids)]
+        return self._directions[: len(self.ids)]
 
     def load(self, table: pa.Table) -> None:
         """Replace the copy with ``table`` (COLUMNS, or VECTOR_COLUMNS to keep vectors)."""
@@ -88,10 +105,15 @@ class RecordMirror:
             "pinned": table.column("pinned").to_numpy(zero_copy_only=False).astype(bool),
             "deleted": table.column("deleted").to_numpy(zero_copy_only=False).astype(bool),
         }
-        self._vectors = self._inverse_norms = None
+        self._directions = self._openers = None
+        self._opener_codes = {}
         if "vector" in table.column_names:
-            self._vectors = _matrix(table.column("vector"))
-            self._inverse_norms = _inverse_norms(self._vectors)
+            self._directions = _unit_rows(_matrix(table.column("vector")))
+            encoded = openers(table.column("text")).combine_chunks().dictionary_encode()
+            self._opener_codes = {
+                word: code for code, word in enumerate(encoded.dictionary.to_pylist())
+            }
+            self._openers = encoded.indices.fill_null(-1).to_numpy().astype(np.int32)
         self._publish()
 
     def extend(self, rows: Sequence[dict[str, object]]) -> None:
@@ -115,12 +137,14 @@ class RecordMirror:
             buffer = _room(self._buffers[name], start + len(rows))
             buffer[start : start + len(rows)] = np.asarray(values, dtype=buffer.dtype)
             self._buffers[name] = buffer
-        if self._vectors is not None and self._inverse_norms is not None:
+        if self._directions is not None:
             vectors = np.asarray([r["vector"] for r in rows], dtype=np.float32)
-            self._vectors = _room(self._vectors, start + len(rows))
-            self._vectors[start : start + len(rows)] = vectors
-            self._inverse_norms = _room(self._inverse_norms, start + len(rows))
-            self._inverse_norms[start : start + len(rows)] = _inverse_norms(vectors)
+            self._directions = _room(self._directions, start + len(rows))
+            self._directions[start : start + len(rows)] = _unit_rows(vectors)
+        if self._openers is not None:
+            codes = [self._opener_code(str(r["text"])) for r in rows]
+            self._openers = _room(self._openers, start + len(rows))
+            self._openers[start : start + len(rows)] = codes
         self._publish()
 
     def positions(self, record_ids: Sequence[str]) -> NDArray[np.int64]:
@@ -136,12 +160,16 @@ class RecordMirror:
             if name == "last_accessed_at" and isinstance(value, datetime):
                 self.last_accessed_us[index] = to_us(value)
             elif name == "vector":
-                if self._vectors is not None and self._inverse_norms is not None:
+                if self._directions is not None:
                     vector = np.asarray(value, dtype=np.float32).reshape(1, -1)
-                    self._vectors[index] = vector[0]
-                    self._inverse_norms[index] = _inverse_norms(vector)[0]
+                    self._directions[index] = _unit_rows(vector)[0]
+            elif name == "text":
+                if self._openers is not None:
+                    self._openers[index] = self._opener_code(str(value))
             else:
                 getattr(self, name)[index] = value
+                if name == "kind":
+                    self.layout_version += 1
 
     def touch(self, record_ids: Iterable[str], moment: datetime) -> None:
         positions = [self._position[r] for r in record_ids if r in self._position]
@@ -150,13 +178,25 @@ class RecordMirror:
     def similarity(self, query: NDArray[np.float32]) -> NDArray[np.float32]:
         """Cosine similarity of ``query`` to every record, in mirror order (the same values as
         ``scoring.cosine`` up to float32 rounding)."""
-        if self._inverse_norms is None:
+        if self._directions is None:
             raise ValueError("this mirror keeps no vectors (load it with VECTOR_COLUMNS)")
-        query = np.asarray(query, dtype=np.float32)
-        scale = np.float32(1.0 / max(float(np.linalg.norm(query)), 1e-12))
-        products: NDArray[np.float32] = self.vectors @ (query * scale)
-        products *= self._inverse_norms[: len(self.ids)]
+        direction = _unit_rows(np.asarray(query, dtype=np.float32).reshape(1, -1))[0]
+        products: NDArray[np.float32] = self.directions @ direction
         return products
+
+    def opens_with(self, name: str) -> NDArray[np.bool_]:
+        """Which records' texts open with ``name`` (only when loaded with VECTOR_COLUMNS)."""
+        if self._openers is None:
+            raise ValueError("this mirror keeps no openers (load it with VECTOR_COLUMNS)")
+        code = self._opener_codes.get(name)
+        openers = self._openers[: len(self.ids)]
+        return np.zeros(len(self.ids), dtype=bool) if code is None else openers == code
+
+    def _opener_code(self, text: str) -> int:
+        match = _OPENER.match(text)
+        if match is None:
+            return -1
+        return self._opener_codes.setdefault(match.group("opener"), len(self._opener_codes))
 
     def mask(
         self,
@@ -189,6 +229,12 @@ class RecordMirror:
         self.created_us = self._buffers["created_us"][:size]
         self.pinned = self._buffers["pinned"][:size]
         self.deleted = self._buffers["deleted"][:size]
+        self.layout_version += 1
+
+
+def openers(texts: pa.Array | pa.ChunkedArray) -> pa.Array | pa.ChunkedArray:
+    """The opener of each text (null where a text opens with no word)."""
+    return pc.struct_field(pc.extract_regex(texts, pattern=OPENER_PATTERN), "opener")
 
 
 def _room(buffer: NDArray[Any], size: int) -> NDArray[Any]:
@@ -211,10 +257,17 @@ def _matrix(column: pa.ChunkedArray) -> NDArray[np.float32]:
     return np.ascontiguousarray(flat.reshape(rows, -1), dtype=np.float32)
 
 
-def _inverse_norms(vectors: NDArray[np.float32]) -> NDArray[np.float32]:
-    norms = np.linalg.norm(vectors, axis=1) if len(vectors) else np.zeros(0, dtype=np.float32)
-    inverse: NDArray[np.float32] = (1.0 / np.maximum(norms, 1e-12)).astype(np.float32)
-    return inverse
+def _unit_rows(vectors: NDArray[np.float32]) -> NDArray[np.float32]:
+    """Each row scaled to length 1; norms are taken in float64 (a float32 square of a large
+    value overflows), a block at a time to bound the extra memory. A zero row, or one with a
+    non-finite value, becomes zeros: it is similar to nothing."""
+    unit = np.zeros(vectors.shape, dtype=np.float32)
+    for start in range(0, len(vectors), _BLOCK_ROWS):
+        block = vectors[start : start + _BLOCK_ROWS].astype(np.float64)
+        norms = np.linalg.norm(block, axis=1, keepdims=True)
+        usable = np.isfinite(norms) & (norms > 0)
+        unit[start : start + _BLOCK_ROWS] = np.where(usable, block / np.where(usable, norms, 1), 0)
+    return unit
 
 
 def _us(value: object) -> int:

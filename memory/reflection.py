@@ -30,6 +30,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from memory.llm import JsonSchema, Message, StructuredLLM
+from memory.mirror import to_us
 from memory.records import MemoryRecord
 from memory.stream import Filters, MemoryStream, NewMemory
 
@@ -194,6 +195,10 @@ class Reflector:
         self.insights = insights
         self.per_question = per_question
         self._llm = llm
+        # When a run's insights all merged into reflections already there, no new reflection
+        # marks the run: this does (in this process; after a restart the newest reflection
+        # marks it again, so at most one extra run).
+        self._last_run_us: int | None = None
 
     # When to reflect
 
@@ -203,7 +208,8 @@ class Reflector:
         reflection still marks when the agent last reflected, so deleting one does not start
         another run at once."""
         where = "deleted = false AND kind != 'reflection'"
-        last = self._last_reflection_us()
+        marks = [m for m in (self._last_reflection_us(), self._last_run_us) if m is not None]
+        last = max(marks, default=None)
         if last is not None:
             where += f" AND created_at > {_timestamp(last)}"
         importance = self.stream.records.query(where=where, columns=["importance"])
@@ -225,6 +231,7 @@ class Reflector:
         """Run steps 1-6 and return the stored reflections; [] when the LLM gave nothing usable
         or ``cancel`` was set (then nothing is stored)."""
         cancel = cancel or threading.Event()
+        started_us = to_us(self.stream.now())
         try:
             insights = self._gather(cancel)
         except _Cancelled:
@@ -232,7 +239,11 @@ class Reflector:
         if cancel.is_set():
             log.info("reflection cancelled; nothing stored")
             return []
-        return self.stream.add_many(insights, merge_duplicates=True) if insights else []
+        if not insights:
+            return []
+        stored = self.stream.add_many(insights, merge_duplicates=True)
+        self._last_run_us = started_us
+        return stored
 
     def _gather(self, cancel: threading.Event) -> list[NewMemory]:
         """Steps 1-5: the reflections to store, not yet written."""

@@ -19,7 +19,6 @@ from typing import Any, Literal
 
 import numpy as np
 import pyarrow as pa
-import pyarrow.compute as pc
 from numpy.typing import NDArray
 
 from memory.database import open_database
@@ -28,8 +27,7 @@ from memory.history import HISTORY_SCHEMA, Change, History, new_change
 from memory.importance import ImportanceRater, Rating
 from memory.llm import StructuredLLM
 from memory.locking import WriteLock
-from memory.mirror import COLUMNS as MIRROR_COLUMNS
-from memory.mirror import RecordMirror, to_us
+from memory.mirror import COLUMNS, VECTOR_COLUMNS, RecordMirror, openers, to_us
 from memory.paging import Page, page_bounds
 from memory.records import (
     DEFAULT_IMPORTANCE,
@@ -41,6 +39,7 @@ from memory.records import (
     utc_now,
 )
 from memory.scoring import (
+    FloatArray,
     RetrievalWeights,
     combined_score,
     cosine,
@@ -91,6 +90,13 @@ class MemoryConfig:
     context_weight: float = 0.5
     context_radius: int = 2
     context_gap_seconds: float = 1800.0
+    # Score every record the filters allow, from an in-memory copy of the vectors (1.5 KB of
+    # RAM a record: 150 MB at 100k), so each term is min-max normalised over all of them and
+    # the top k is exact. False: score a candidate list read from the indices (the
+    # vector_candidates nearest, the static_candidates best by recency and importance, and
+    # their episode neighbours); less memory, normalised over the candidates only. Both take
+    # BM25 scores from the text_candidates best text hits.
+    exact_scoring: bool = True
     vector_candidates: int = 100
     text_candidates: int = 100
     static_candidates: int = 50
@@ -196,7 +202,7 @@ class MemoryStream:
             Table(database, "history", HISTORY_SCHEMA, lock, text_column=None, vector_column=None)
         )
         self._mirror = RecordMirror()
-        self._mirror.load(self.records.query(columns=MIRROR_COLUMNS))
+        self._load_mirror()
         self.records.ensure_indices()
         self._rater = ImportanceRater(llm, self._apply_ratings) if llm is not None else None
 
@@ -206,6 +212,10 @@ class MemoryStream:
 
     def __len__(self) -> int:
         return int((~self._mirror.deleted).sum())
+
+    def now(self) -> datetime:
+        """The time by the stream's clock (what created_at and last_accessed_at are set to)."""
+        return self._clock()
 
     # Adding
 
@@ -298,7 +308,11 @@ class MemoryStream:
         for start in range(0, len(rows), 10_000):
             self.records.upsert(rows[start : start + 10_000])
         self.records.ensure_indices()
-        self._mirror.load(self.records.query(columns=MIRROR_COLUMNS))
+        self._load_mirror()
+
+    def _load_mirror(self) -> None:
+        columns = VECTOR_COLUMNS if self.config.exact_scoring else COLUMNS
+        self._mirror.load(self.records.query(columns=columns))
 
     def _recent_duplicate(
         self, vector: NDArray[np.float32], kind: Kind, now: datetime
@@ -374,8 +388,10 @@ class MemoryStream:
 
     # Retrieval
 
-    # Records in creation order, rebuilt lazily when the mirror changes (see _creation_order).
+    # Records in creation order, and every record's episode neighbours, rebuilt lazily when
+    # the mirror's layout changes (see _creation_order and _episode_neighbours).
     _order_cache: _CreationOrder | None = None
+    _neighbour_cache: tuple[tuple[int, int, float], NDArray[np.int64]] | None = None
 
     def retrieve(
         self,
@@ -385,39 +401,34 @@ class MemoryStream:
         weights: RetrievalWeights | None = None,
         touch: bool = True,
     ) -> list[ScoredMemory]:
-        """The top ``k`` records by recency + importance + relevance (each min-max normalised
-        over the candidates, relevance measured as ``config.relevance`` says); those returned
-        get last_accessed_at = now."""
+        """The top ``k`` records by recency + importance + relevance (relevance measured as
+        ``config.relevance`` says), each term min-max normalised over every record the filters
+        allow (``config.exact_scoring``) or else over a candidate list; those returned get
+        last_accessed_at = now."""
         filters = filters or Filters()
         weights = weights or self.config.weights
         now = self._clock()
-        query = clean_text(query)
-        asked = self._asked(query)
-        allowed = self._mirror.mask(
-            filters.kinds, filters.pinned, filters.since, filters.until, filters.include_deleted
-        )
-        candidate_ids, lexical = self._candidates(asked, filters, weights, now, allowed)
-        if not candidate_ids:
+        asked = self._asked(clean_text(query))
+        allowed = self._allowed(filters)
+        if self.config.exact_scoring and self._mirror.has_vectors:
+            positions, relevance_values = self._relevance_everywhere(
+                asked, filters, weights, allowed
+            )
+        else:
+            positions, relevance_values = self._relevance_of_candidates(
+                asked, filters, weights, now, allowed
+            )
+        if positions.size == 0:
             return []
-        rows = self.records.query(
-            where=_and(in_list("id", candidate_ids), filters.where()), limit=len(candidate_ids)
-        )
-        if rows.num_rows == 0:
-            return []
-        ids = rows.column("id").to_pylist()
-        recency_values = recency(
-            rows.column("last_accessed_at").cast(pa.int64()).to_numpy(), to_us(now)
-        )
-        importance_values = rows.column("importance").to_numpy().astype(np.float64)
-        relevance_values = self._relevance(
-            asked, rows, np.array([lexical.get(i, 0.0) for i in ids], dtype=np.float64)
-        )
+        mirror = self._mirror
+        recency_values = recency(mirror.last_accessed_us[positions], to_us(now))
+        importance_values = mirror.importance[positions]
         scores = combined_score(recency_values, importance_values, relevance_values, weights)
-        order = np.argsort(-scores, kind="stable")[:k]
-        chosen = [ids[i] for i in order]
+        order = _best(scores, k)
+        chosen = [mirror.ids[i] for i in positions[order]]
+        records = {record.id: record for record in self.get_many(chosen)}
         if touch:
             self._touch(chosen, now)
-        records = rows.take(pa.array(order, type=pa.int64())).to_pylist()
         normalised = (
             min_max(recency_values),
             min_max(importance_values),
@@ -425,16 +436,31 @@ class MemoryStream:
         )
         return [
             ScoredMemory(
-                record=MemoryRecord.from_row(row).with_changes(
-                    last_accessed_at=now if touch else row["last_accessed_at"]
-                ),
+                record=records[record_id].with_changes(last_accessed_at=now)
+                if touch
+                else records[record_id],
                 score=float(scores[i]),
                 recency=float(normalised[0][i]),
                 importance=float(normalised[1][i]),
                 relevance=float(normalised[2][i]),
             )
-            for i, row in zip(order, records, strict=True)
+            for i, record_id in zip(order, chosen, strict=True)
+            if record_id in records
         ]
+
+    def _allowed(self, filters: Filters) -> NDArray[np.bool_]:
+        """Which mirror records pass the filters (sources are read from the table)."""
+        mirror = self._mirror
+        allowed = mirror.mask(
+            filters.kinds, filters.pinned, filters.since, filters.until, filters.include_deleted
+        )
+        if filters.sources:
+            rows = self.records.query(where=filters.where(), columns=["id"])
+            places = mirror.positions(rows.column("id").to_pylist())
+            matching = np.zeros(len(mirror), dtype=bool)
+            matching[places[places >= 0]] = True
+            allowed &= matching
+        return allowed
 
     def _asked(self, query: str) -> _Query:
         """The query embedded, with its names when contextual relevance uses them (the query
@@ -446,6 +472,105 @@ class MemoryStream:
         rest = without_names(query, names)[:MAX_EMBED_CHARS]
         vectors = self._embedder.embed([query[:MAX_EMBED_CHARS] or " ", *([rest] if rest else [])])
         return _Query(query, vectors[0], names, vectors[1] if rest else None)
+
+    def _relevance_everywhere(
+        self,
+        asked: _Query,
+        filters: Filters,
+        weights: RetrievalWeights,
+        allowed: NDArray[np.bool_],
+    ) -> tuple[NDArray[np.int64], FloatArray]:
+        """Every allowed record's mirror place and relevance, the cosine term from the mirror's
+        vectors, the BM25 term from the text index's best hits (0 for the rest)."""
+        positions = np.flatnonzero(allowed).astype(np.int64)
+        if not weights.relevance or positions.size == 0:
+            return positions, np.zeros(positions.size, dtype=np.float64)
+        mirror = self._mirror
+
+        def similarity_to(vector: NDArray[np.float32]) -> FloatArray:
+            return mirror.similarity(vector)[positions].astype(np.float64)
+
+        def subjects_of(names: Sequence[str]) -> tuple[NDArray[np.bool_], tuple[str, ...]]:
+            subjects = np.zeros(positions.size, dtype=bool)
+            opened = []
+            for name in names:
+                opens = mirror.opens_with(name)[positions]
+                if opens.any():
+                    subjects |= opens
+                    opened.append(name)
+            return subjects, tuple(opened)
+
+        lexical = np.zeros(positions.size, dtype=np.float64)
+        if self.config.relevance != "cosine":
+            hits = self._text_hits(asked, filters.where())
+            places = mirror.positions(list(hits))
+            index = np.clip(np.searchsorted(positions, places), 0, positions.size - 1)
+            found = (places >= 0) & (positions[index] == places)
+            lexical[index[found]] = np.fromiter(hits.values(), dtype=np.float64)[found]
+        relevance = self._relevance(
+            asked, positions, similarity_to(asked.vector), lexical, subjects_of, similarity_to
+        )
+        return positions, relevance
+
+    def _relevance_of_candidates(
+        self,
+        asked: _Query,
+        filters: Filters,
+        weights: RetrievalWeights,
+        now: datetime,
+        allowed: NDArray[np.bool_],
+    ) -> tuple[NDArray[np.int64], FloatArray]:
+        """The candidates' mirror places and relevance, read from the table."""
+        candidate_ids, lexical = self._candidates(asked, filters, weights, now, allowed)
+        empty = np.zeros(0, dtype=np.int64)
+        if not candidate_ids:
+            return empty, np.zeros(0, dtype=np.float64)
+        rows = self.records.query(
+            where=_and(in_list("id", candidate_ids), filters.where()),
+            columns=["id", "text", "vector"],
+            limit=len(candidate_ids),
+        )
+        ids = rows.column("id").to_pylist()
+        positions = self._positions(ids)
+        known = positions >= 0
+        if not known.all():  # written by another process since this one loaded the mirror
+            rows = rows.filter(pa.array(known))
+            ids = [i for i, kept in zip(ids, known, strict=True) if kept]
+            positions = positions[known]
+        if not ids:
+            return empty, np.zeros(0, dtype=np.float64)
+        column = rows.column("vector").combine_chunks()
+        vectors = column.flatten().to_numpy().astype(np.float32).reshape(len(column), -1)
+
+        def similarity_to(vector: NDArray[np.float32]) -> FloatArray:
+            return cosine(vector, vectors)
+
+        def subjects_of(names: Sequence[str]) -> tuple[NDArray[np.bool_], tuple[str, ...]]:
+            return opening_names(rows.column("text"), names)
+
+        lexical_values = np.array([lexical.get(i, 0.0) for i in ids], dtype=np.float64)
+        relevance = self._relevance(
+            asked,
+            positions,
+            similarity_to(asked.vector),
+            lexical_values,
+            subjects_of,
+            similarity_to,
+        )
+        return positions, relevance
+
+    def _text_hits(self, asked: _Query, where: str | None) -> dict[str, float]:
+        """The best records by BM25 (``text_candidates`` of them), with their scores."""
+        terms = lexical_query(asked.text)
+        if not terms:
+            return {}
+        try:
+            by_text = self.records.text_search(terms, self.config.text_candidates, where, ["id"])
+        except Exception as error:  # a query the FTS index rejects still gets vector hits
+            log.warning("text search failed for %r: %s", terms[:80], error)
+            return {}
+        scores = by_text.column("_score").to_numpy().astype(np.float64).tolist()
+        return dict(zip(by_text.column("id").to_pylist(), scores, strict=True))
 
     def _candidates(
         self,
@@ -467,19 +592,9 @@ class MemoryStream:
                 asked.vector.tolist(), self.config.vector_candidates, where, ["id"]
             )
             found.update(dict.fromkeys(by_vector.column("id").to_pylist()))
-            terms = lexical_query(asked.text)
-            if terms and mode != "cosine":
-                try:
-                    by_text = self.records.text_search(
-                        terms, self.config.text_candidates, where, ["id"]
-                    )
-                except Exception as error:  # a query the FTS index rejects still gets vector hits
-                    log.warning("text search failed for %r: %s", terms[:80], error)
-                else:
-                    scores = by_text.column("_score").to_numpy()
-                    ids = by_text.column("id").to_pylist()
-                    lexical = dict(zip(ids, scores.tolist(), strict=True))
-                    found.update(dict.fromkeys(lexical))
+            if mode != "cosine":
+                lexical = self._text_hits(asked, where)
+                found.update(dict.fromkeys(lexical))
             if mode == "contextual" and self.config.context_weight > 0:
                 positions = self._positions(list(found))
                 near = self._neighbours(positions[positions >= 0], allowed)
@@ -509,23 +624,25 @@ class MemoryStream:
     def _relevance(
         self,
         asked: _Query,
-        rows: pa.Table,
-        lexical: NDArray[np.float64],
-    ) -> NDArray[np.float64]:
-        """Relevance of each row to the query, as ``config.relevance`` says:
+        positions: NDArray[np.int64],
+        semantic: FloatArray,
+        lexical: FloatArray,
+        subjects_of: Callable[[Sequence[str]], tuple[NDArray[np.bool_], tuple[str, ...]]],
+        similarity_to: Callable[[NDArray[np.float32]], FloatArray],
+    ) -> FloatArray:
+        """Relevance of each record (at mirror ``positions``) to the query, as
+        ``config.relevance`` says, from its cosine and BM25 (0 outside the hits) values:
 
-        * cosine: cosine similarity of the vectors; text: the BM25 score (0 outside the hits);
+        * cosine: the cosine similarity of the vectors; text: the BM25 score;
         * hybrid: (1 - s) * min-max(cosine) + s * min-max(BM25), s = ``text_weight``;
         * rrf: (1 - s) / (rrf_k + cosine rank) + s / (rrf_k + BM25 rank) (0 outside the hits);
-        * contextual: hybrid, where a query name that opens records (``query_names``) adds
-          ``subject_boost`` to those records, and the cosine term is the mean of the cosine to
-          the query and to the query without those names (the name is matched exactly; the
-          vector then measures what is asked about that person); then each record gets
-          ``context_weight ** d`` of the better of its two neighbours' values at distance d.
+        * contextual: hybrid, where a query name that opens records (``subjects_of``: "Anna:
+          ...", "Anna moved ...") adds ``subject_boost`` to those records, and the cosine term
+          is the mean of the cosine to the query and to the query without those names
+          (``similarity_to``; the name is matched exactly, the vector then measures what is
+          asked about that person); then each record gets ``context_weight ** d`` of the
+          better of its two neighbours' values at distance d.
         """
-        column = rows.column("vector").combine_chunks()
-        vectors = column.flatten().to_numpy().astype(np.float32).reshape(len(column), -1)
-        semantic = cosine(asked.vector, vectors)
         mode = self.config.relevance
         if mode == "cosine":
             return semantic
@@ -533,25 +650,25 @@ class MemoryStream:
             return lexical
         share = self.config.text_weight
         if mode == "rrf":
-            fused: NDArray[np.float64] = (1 - share) * reciprocal_rank(
+            fused: FloatArray = (1 - share) * reciprocal_rank(
                 semantic, self.config.rrf_k
             ) + share * np.where(lexical > 0, reciprocal_rank(lexical, self.config.rrf_k), 0.0)
             return fused
-        subjects: NDArray[np.bool_] = np.zeros(rows.num_rows, dtype=bool)
+        subjects: NDArray[np.bool_] = np.zeros(positions.size, dtype=bool)
         if mode == "contextual" and asked.names:
-            subjects, names = opening_names(rows.column("text"), asked.names)
+            subjects, names = subjects_of(asked.names)
             rest = asked.without_names
             if names and set(names) != set(asked.names):
                 # Only some of the capitalised words name someone here: leave out just those.
                 text = without_names(asked.text, names)[:MAX_EMBED_CHARS]
                 rest = self._embedder.embed([text])[0] if text else None
             if names and rest is not None:
-                semantic = (semantic + cosine(rest, vectors)) / 2
-        blended: NDArray[np.float64] = (1 - share) * min_max(semantic) + share * min_max(lexical)
+                semantic = (semantic + similarity_to(rest)) / 2
+        blended: FloatArray = (1 - share) * min_max(semantic) + share * min_max(lexical)
         if mode != "contextual":
             return blended
         blended = blended + self.config.subject_boost * subjects
-        return self._with_context(blended, self._positions(rows.column("id").to_pylist()))
+        return self._with_context(blended, positions)
 
     def _positions(self, ids: Sequence[str]) -> NDArray[np.int64]:
         return self._mirror.positions(ids)
@@ -562,57 +679,59 @@ class MemoryStream:
             self._order_cache = _CreationOrder()
         return self._order_cache.current(self._mirror.created_us)
 
+    def _episode_neighbours(self) -> NDArray[np.int64]:
+        """For every mirror record, the places of the records 1..context_radius steps before
+        (side 0) and after (side 1) it in creation order, shape (radius, 2, records); -1 where
+        there is none in its episode (same kind, created within context_gap_seconds)."""
+        radius = max(self.config.context_radius, 0)
+        key = (self._mirror.layout_version, radius, self.config.context_gap_seconds)
+        if self._neighbour_cache is not None and self._neighbour_cache[0] == key:
+            return self._neighbour_cache[1]
+        count = len(self._mirror)
+        near = np.full((radius, 2, count), -1, dtype=np.int64)
+        if count:
+            order, rank = self._creation_order()
+            created, kind = self._mirror.created_us, self._mirror.kind
+            gap = int(self.config.context_gap_seconds * 1_000_000)
+            last = count - 1
+            for distance in range(1, radius + 1):
+                for side, step in enumerate((-distance, distance)):
+                    target = rank + step
+                    other = order[np.clip(target, 0, last)]
+                    keep = (
+                        (target >= 0)
+                        & (target <= last)
+                        & (np.abs(created[other] - created) <= gap)
+                        & (kind[other] == kind)
+                    )
+                    near[distance - 1, side] = np.where(keep, other, -1)
+        self._neighbour_cache = (key, near)
+        return near
+
     def _neighbours(
         self, positions: NDArray[np.int64], allowed: NDArray[np.bool_] | None = None
     ) -> NDArray[np.int64]:
-        """Mirror places of the records 1..context_radius steps before (side 0) and after
-        (side 1) each given record in creation order, shape (radius, 2, n); -1 where there is
-        none in its episode (same kind, created within context_gap_seconds) or the filters
-        (``allowed``) leave it out."""
-        radius = max(self.config.context_radius, 0)
-        near = np.full((radius, 2, positions.size), -1, dtype=np.int64)
-        if positions.size == 0 or radius == 0:
-            return near
-        order, rank = self._creation_order()
-        created, kind = self._mirror.created_us, self._mirror.kind
-        gap = int(self.config.context_gap_seconds * 1_000_000)
-        places = rank[positions]
-        last = order.size - 1
-        for distance in range(1, radius + 1):
-            for side, step in enumerate((-distance, distance)):
-                target = places + step
-                other = order[np.clip(target, 0, last)]
-                keep = (
-                    (target >= 0)
-                    & (target <= last)
-                    & (np.abs(created[other] - created[positions]) <= gap)
-                    & (kind[other] == kind[positions])
-                )
-                if allowed is not None:
-                    keep &= allowed[other]
-                near[distance - 1, side] = np.where(keep, other, -1)
+        """The episode neighbours (see _episode_neighbours) of the records at ``positions``,
+        shape (radius, 2, len(positions)); -1 also where the filters (``allowed``) leave a
+        neighbour out."""
+        near = self._episode_neighbours()[:, :, positions]
+        if allowed is not None and near.size:
+            near = np.where((near >= 0) & allowed[near], near, -1)
         return near
 
-    def _with_context(
-        self, values: NDArray[np.float64], positions: NDArray[np.int64]
-    ) -> NDArray[np.float64]:
+    def _with_context(self, values: FloatArray, positions: NDArray[np.int64]) -> FloatArray:
         """values[i] + sum over d of context_weight ** d * the larger of the values of the
-        candidates d places before and after record i in its episode."""
+        records d places before and after record i in its episode (a neighbour that is not
+        among ``positions`` adds nothing)."""
         weight, radius = self.config.context_weight, self.config.context_radius
-        known = positions >= 0
-        if weight <= 0 or radius <= 0 or not known.any():
+        if weight <= 0 or radius <= 0 or positions.size == 0:
             return values
-        near = self._neighbours(np.where(known, positions, 0))
-        near[:, :, ~known] = -1
-        # Map mirror places back to candidate indices (a neighbour outside the candidates,
-        # or filtered out, adds nothing).
-        sorter = np.argsort(positions, kind="stable")
-        ordered = positions[sorter]
-        found = np.clip(np.searchsorted(ordered, near), 0, ordered.size - 1)
-        present = (near >= 0) & (ordered[found] == near)
-        neighbour_values = np.where(present, values[sorter[found]], 0.0)
+        dense = np.zeros(len(self._mirror), dtype=np.float64)
+        dense[positions] = values
+        near = self._neighbours(positions)
+        neighbour_values = np.where(near >= 0, dense[near], 0.0)
         decay = weight ** np.arange(1, radius + 1, dtype=np.float64)
-        smoothed: NDArray[np.float64] = values + decay @ neighbour_values.max(axis=1)
+        smoothed: FloatArray = values + decay @ neighbour_values.max(axis=1)
         return smoothed
 
     def _touch(self, ids: Sequence[str], now: datetime) -> None:
@@ -736,7 +855,7 @@ class MemoryStream:
         return values
 
     def _sync_mirror(self, record_id: str, values: dict[str, Any]) -> None:
-        mirrored = {}
+        mirrored: dict[str, Any] = {n: values[n] for n in ("text", "vector") if n in values}
         if "importance" in values:
             mirrored["importance"] = float(values["importance"])
         if "pinned" in values:
@@ -882,16 +1001,21 @@ def opening_names(
 ) -> tuple[NDArray[np.bool_], tuple[str, ...]]:
     """Which texts open with one of the names ("Anna: ...", "Anna moved ..."), and which of
     the names open at least one text."""
-    hits = np.zeros(len(texts), dtype=bool)
-    opened: list[str] = []
-    for name in names:
-        pattern = "^[\\s\"'(\\[]*" + re.escape(name) + "(?:[\\s:,.;!?'\u2019)\\]]|$)"
-        found = pc.match_substring_regex(texts, pattern=pattern).to_numpy(zero_copy_only=False)
-        found = np.asarray(found, dtype=bool)
-        if found.any():
-            hits |= found
-            opened.append(name)
-    return hits, tuple(opened)
+    words = np.asarray(openers(texts).to_pylist(), dtype=object)
+    hits = np.isin(words, list(names))
+    present = set(words[hits].tolist())
+    return hits, tuple(name for name in names if name in present)
+
+
+def _best(scores: FloatArray, k: int) -> NDArray[np.int64]:
+    """Indices of the ``k`` highest scores, highest first (ties: the lower index first)."""
+    if scores.size > k:
+        top = np.argpartition(-scores, k - 1)[:k]
+        top.sort()
+    else:
+        top = np.arange(scores.size)
+    ordered: NDArray[np.int64] = top[np.argsort(-scores[top], kind="stable")].astype(np.int64)
+    return ordered
 
 
 class _CreationOrder:

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import dataclasses
 import threading
+from collections.abc import Iterator
 from datetime import timedelta
 from pathlib import Path
 
@@ -11,11 +13,22 @@ import pytest
 
 from memory.embedder import OnnxSentenceEmbedder
 from memory.records import DEFAULT_IMPORTANCE
-from memory.scoring import RetrievalWeights, combined_score, min_max, recency
-from memory.stream import Filters, MemoryConfig, MemoryRequestError, MemoryStream
+from memory.scoring import RetrievalWeights, combined_score, cosine, min_max, recency
+from memory.stream import Filters, MemoryConfig, MemoryRequestError, MemoryStream, NewMemory
 from tests.memory_helpers import START, Clock, ScriptedLLM
 
 HOUR_US = 3_600_000_000
+
+
+@pytest.fixture(params=[True, False], ids=["exact", "candidates"])
+def stream(
+    request: pytest.FixtureRequest, tmp_path: Path, embedder: OnnxSentenceEmbedder, clock: Clock
+) -> Iterator[MemoryStream]:
+    """Every test here runs on both ways of scoring: over all records, and over candidates."""
+    config = MemoryConfig(exact_scoring=request.param)
+    memory = MemoryStream(tmp_path / "data", embedder, clock=clock, config=config)
+    yield memory
+    memory.close()
 
 
 # Scoring, by hand
@@ -74,7 +87,7 @@ def test_scores_match_the_formula_computed_by_hand(stream: MemoryStream, clock: 
         records.append(stream.add(text, importance=importance))
         clock.advance(hours=hours + 1)
     weights = RetrievalWeights(recency=1.0, importance=1.0, relevance=1.0)
-    stream.config = MemoryConfig(relevance="cosine")
+    stream.config = dataclasses.replace(stream.config, relevance="cosine")
     found = stream.retrieve("Where does Ben live?", k=3, weights=weights, touch=False)
 
     query = stream._embedder.embed(["Where does Ben live?"])[0]
@@ -88,6 +101,41 @@ def test_scores_match_the_formula_computed_by_hand(stream: MemoryStream, clock: 
     by_id = {f.record.id: f.score for f in found}
     assert [by_id[r.id] for r in records] == pytest.approx(expected.tolist(), abs=1e-4)
     assert [f.record.id for f in found] == [records[i].id for i in np.argsort(-expected)]
+
+
+def test_exact_scoring_agrees_with_the_formula_over_all_records(
+    tmp_path: Path, embedder: OnnxSentenceEmbedder, clock: Clock
+) -> None:
+    rng = np.random.default_rng(3)
+    topics = ["the dentist", "Anna's birthday", "the garden", "a train to Oslo", "the budget"]
+    items = [
+        NewMemory(
+            f"Note {i}: something about {topics[i % 5]} and item {i * 7 % 13}.",
+            importance=int(rng.integers(1, 11)),
+            created_at=START + timedelta(hours=float(rng.uniform(0, 2000))),
+        )
+        for i in range(400)
+    ]
+    config = MemoryConfig(relevance="cosine")
+    memory = MemoryStream(tmp_path / "data", embedder, clock=clock, config=config)
+    records = memory.add_many(items, merge_duplicates=False)
+    clock.advance(hours=2100)
+    last = np.array([int(r.last_accessed_at.timestamp() * 1e6) for r in records])
+    vectors = np.array([r.embedding for r in records], dtype=np.float32)
+    importance = np.array([float(r.importance) for r in records])
+    for question in ["When is Anna's birthday?", "dentist", "How much is left in the budget?"]:
+        query = embedder.embed([question])[0]
+        scores = combined_score(
+            recency(last, int(clock.now.timestamp() * 1e6)),
+            importance,
+            cosine(query, vectors),
+            RetrievalWeights(),
+        )
+        expected = [records[i].id for i in np.argsort(-scores)[:10]]
+        found = memory.retrieve(question, k=10, touch=False)
+        assert [m.record.id for m in found] == expected
+        assert [m.score for m in found] == pytest.approx(np.sort(scores)[::-1][:10], abs=1e-4)
+    memory.close()
 
 
 def test_recency_wins_between_equal_memories(stream: MemoryStream, clock: Clock) -> None:

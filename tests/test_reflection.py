@@ -119,6 +119,27 @@ def test_a_deleted_reflection_still_marks_the_last_run(stream: MemoryStream, clo
     assert reflector.importance_since_last_reflection() == 6
 
 
+def test_a_run_whose_insights_all_merge_still_resets_the_sum(
+    stream: MemoryStream, clock: Clock
+) -> None:
+    observe(stream, OBSERVATIONS[:3], importance=9)
+    clock.advance(minutes=1)
+    insight = cite("Klaus is dedicated to his research.", "research")
+    one_run = [QUESTIONS, insight, insight, insight]  # each question finds the same insight
+    reflector = Reflector(stream, ScriptedLLM(*one_run, *one_run), threshold=20)
+    first = reflector.reflect()
+    assert len(first) == 1 and not reflector.should_reflect()
+    clock.advance(minutes=1)
+    observe(stream, OBSERVATIONS[3:5], importance=9)
+    assert reflector.importance_since_last_reflection() == 18
+    clock.advance(minutes=1)
+    observe(stream, OBSERVATIONS[5:], importance=9)
+    clock.advance(minutes=1)
+    again = reflector.reflect()  # the same insight: merged into the first reflection
+    assert [r.id for r in again] == [first[0].id] and len(reflections(stream)) == 1
+    assert reflector.importance_since_last_reflection() == 0
+
+
 # One reflection, scripted
 
 

@@ -125,6 +125,35 @@ def test_command_prints_one_json_object(
     assert list(printed) == ["120"] and set(printed["120"]) == set(bench.FIGURES)
 
 
+def test_a_fold_drops_old_table_versions(tmp_path: Path) -> None:
+    schema = pa.schema([pa.field("id", pa.string()), pa.field("text", pa.string())])
+    lock = WriteLock(tmp_path / "lock")
+
+    def versions_on_disk() -> int:
+        return len(table._table.list_versions())
+
+    table = Table(open_database(tmp_path), "notes", schema, lock, vector_column=None)
+    table.add([{"id": f"n{i}", "text": f"note {i}"} for i in range(20)])
+    for i in range(15):  # every update is a new version
+        table.update(f"id = 'n{i}'", {"text": f"edited note {i}"})
+    before = versions_on_disk()
+    assert before > 15
+    table.ensure_indices()  # versions younger than the default hour stay
+    assert versions_on_disk() >= before
+    eager = Table(
+        open_database(tmp_path),
+        "notes",
+        schema,
+        lock,
+        None,
+        None,
+        keep_old_versions=timedelta(milliseconds=1),
+    )
+    eager.ensure_indices()
+    assert versions_on_disk() <= 2
+    assert eager.count() == 20 and eager.count("text LIKE 'edited%'") == 15
+
+
 # What the benchmark leans on: bulk adds that fold indices once, and the mirror's exact scoring
 
 
@@ -166,7 +195,7 @@ def test_mirror_grows_in_batches_and_scores_every_record() -> None:
     mirror = RecordMirror()
     empty = pa.Table.from_pylist([], schema=records_schema(8)).select(VECTOR_COLUMNS)
     mirror.load(empty)
-    assert mirror.has_vectors and mirror.vectors.shape == (0, 8)
+    assert mirror.has_vectors and mirror.directions.shape == (0, 8)
     rows: list[dict[str, object]] = []
     for batch in range(5):
         created = created_before = mirror.created_us
@@ -180,6 +209,7 @@ def test_mirror_grows_in_batches_and_scores_every_record() -> None:
                 "pinned": False,
                 "deleted": False,
                 "vector": (rng.normal(size=8) * 3).astype(np.float32).tolist(),
+                "text": f"{('Anna', '(Ben)', 'the Anna')[i % 3]}: note {i}",
             }
             for i in range(700)
         ]
@@ -192,8 +222,13 @@ def test_mirror_grows_in_batches_and_scores_every_record() -> None:
     vectors = np.array([r["vector"] for r in rows], dtype=np.float32)
     query = rng.normal(size=8).astype(np.float32)
     assert np.allclose(mirror.similarity(query), cosine(query, vectors), atol=1e-5)
-    mirror.set("r0-0", vector=[1.0] * 8, importance=9.0)
+    for name, opening in (("Anna", "Anna:"), ("Ben", "(Ben)"), ("the", "the Anna")):
+        expected = [i for i, r in enumerate(rows) if str(r["text"]).startswith(opening)]
+        assert np.flatnonzero(mirror.opens_with(name)).tolist() == expected
+    assert not mirror.opens_with("Cleo").any()
+    mirror.set("r0-0", vector=[1.0] * 8, importance=9.0, text="Cleo: hello")
     assert mirror.importance[0] == 9.0
+    assert np.flatnonzero(mirror.opens_with("Cleo")).tolist() == [0]
     assert mirror.similarity(np.ones(8, dtype=np.float32))[0] == pytest.approx(1.0)
     mirror.touch(["r1-3"], bench.NOW)
     assert mirror.last_accessed_us[703] == to_us(bench.NOW)
