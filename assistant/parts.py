@@ -32,3 +32,12 @@ def load_tts(settings: Settings, paths: TtsPaths) -> PiperTTS:
 
 def load_embedder(settings: Settings, paths: EmbedderPaths) -> OnnxSentenceEmbedder:
     return OnnxSentenceEmbedder(paths.model, paths.tokenizer, threads=settings.embedder.threads)
+
+
+def configured_embedder() -> OnnxSentenceEmbedder:
+    """The embedder of the configuration in force (file, environment), for scripts."""
+    from assistant.config import load_config
+    from assistant.model_paths import ProfileModels
+
+    settings = load_config().settings
+    return load_embedder(settings, ProfileModels(settings).embedder())

@@ -96,6 +96,21 @@ class AudioSettings(Section):
     output_device: str | None = Field(None, description="Speaker name or index; empty: default.")
 
 
+class AgentSettings(Section):
+    max_steps: int = Field(
+        6, ge=1, le=50, description="Steps (tool calls) the agent may chain for one event."
+    )
+    memory_pressure: float = Field(
+        0.7, gt=0, lt=1, description="Share of the context window that triggers the warning."
+    )
+    retrieved_memories: int = Field(
+        5, ge=0, le=50, description="Memories retrieved into the prompt for each event."
+    )
+    core_memory_chars: int = Field(
+        1200, ge=100, le=20_000, description="Size limit of each core memory block (characters)."
+    )
+
+
 class Settings(Section):
     profile: Profile = Field(
         "quality", description="Model profile: quality (default) or fast (smaller models)."
@@ -112,6 +127,7 @@ class Settings(Section):
     tts: TTSSettings = Field(default_factory=TTSSettings)
     embedder: EmbedderSettings = Field(default_factory=EmbedderSettings)
     audio: AudioSettings = Field(default_factory=AudioSettings)
+    agent: AgentSettings = Field(default_factory=AgentSettings)
 
     @property
     def models_cache_dir(self) -> Path:

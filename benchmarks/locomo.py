@@ -56,9 +56,8 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from assistant.config import ConfigError, load_config
-from assistant.model_paths import ProfileModels
-from assistant.parts import load_embedder
+from assistant.config import ConfigError
+from assistant.parts import configured_embedder
 from memory.embedder import Embedder
 from memory.scoring import RetrievalWeights
 from memory.stream import MemoryConfig, MemoryStream, NewMemory
@@ -386,12 +385,6 @@ def question_counts(conversations: Sequence[Conversation]) -> dict[str, int]:
     return counts
 
 
-def make_embedder() -> Embedder:
-    """The MiniLM embedder of the configured profile, as the app builds it."""
-    settings = load_config().settings
-    return load_embedder(settings, ProfileModels(settings).embedder())
-
-
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
     parser.add_argument("--data", type=Path, required=True, help="a LoCoMo-format JSON file")
@@ -420,7 +413,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                 file=sys.stderr,
             )
     try:
-        embedder = make_embedder()
+        embedder = configured_embedder()
     except (ConfigError, ModelError) as error:
         print(f"error: {error}", file=sys.stderr)
         return 2

@@ -392,13 +392,10 @@ class BenchEmbedder:
 
 
 def real_embedder() -> Embedder:
-    """The profile's MiniLM, built as the tests build it (settings from load_config)."""
-    from assistant.config import load_config
-    from assistant.model_paths import ProfileModels
-    from assistant.parts import load_embedder
+    """The configured MiniLM (imported late: HF_HUB_OFFLINE must be set before its imports)."""
+    from assistant.parts import configured_embedder
 
-    settings = load_config().settings
-    return load_embedder(settings, ProfileModels(settings).embedder())
+    return configured_embedder()
 
 
 def default_cache() -> Path:
@@ -788,7 +785,7 @@ def run(
             )
             + f", final indexing {stats.index_seconds:.1f} s; on disk "
             + f"{stats.db_bytes / 1e6:,.0f} MB ({stats.live_bytes / 1e6:,.0f} MB in the latest "
-            + "version, the rest older versions LanceDB keeps for 7 days)"
+            + "version; older versions go at the first fold after they are an hour old)"
         )
         stream = MemoryStream(folder / "data", bench, clock=lambda: NOW)
         try:

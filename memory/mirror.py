@@ -181,6 +181,7 @@ class RecordMirror:
         if self._directions is None:
             raise ValueError("this mirror keeps no vectors (load it with VECTOR_COLUMNS)")
         direction = _unit_rows(np.asarray(query, dtype=np.float32).reshape(1, -1))[0]
+        # A matrix-vector product: faster here than one matrix product for several queries.
         products: NDArray[np.float32] = self.directions @ direction
         return products
 

@@ -53,10 +53,18 @@ def combined_score(
     relevance_values: FloatArray,
     weights: RetrievalWeights,
 ) -> FloatArray:
+    normalised = (min_max(recency_values), min_max(importance_values), min_max(relevance_values))
+    return weighted_sum(normalised, weights)
+
+
+def weighted_sum(
+    normalised: tuple[FloatArray, FloatArray, FloatArray], weights: RetrievalWeights
+) -> FloatArray:
+    """The score from terms already normalised: recency, importance, relevance."""
     result: FloatArray = (
-        weights.recency * min_max(recency_values)
-        + weights.importance * min_max(importance_values)
-        + weights.relevance * min_max(relevance_values)
+        weights.recency * normalised[0]
+        + weights.importance * normalised[1]
+        + weights.relevance * normalised[2]
     )
     return result
 

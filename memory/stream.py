@@ -12,6 +12,7 @@ import logging
 import re
 import uuid
 from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
@@ -41,11 +42,11 @@ from memory.records import (
 from memory.scoring import (
     FloatArray,
     RetrievalWeights,
-    combined_score,
     cosine,
     min_max,
     recency,
     reciprocal_rank,
+    weighted_sum,
 )
 from memory.table import Table, in_list, quote
 from memory.timeparse import resolve_event_time
@@ -205,10 +206,12 @@ class MemoryStream:
         self._load_mirror()
         self.records.ensure_indices()
         self._rater = ImportanceRater(llm, self._apply_ratings) if llm is not None else None
+        self._searches = ThreadPoolExecutor(1, thread_name_prefix="memory-search")
 
     def close(self) -> None:
         if self._rater is not None:
             self._rater.close()
+        self._searches.shutdown(wait=True)
 
     def __len__(self) -> int:
         return int((~self._mirror.deleted).sum())
@@ -391,7 +394,7 @@ class MemoryStream:
     # Records in creation order, and every record's episode neighbours, rebuilt lazily when
     # the mirror's layout changes (see _creation_order and _episode_neighbours).
     _order_cache: _CreationOrder | None = None
-    _neighbour_cache: tuple[tuple[int, int, float], NDArray[np.int64]] | None = None
+    _neighbour_cache: tuple[tuple[int, int, float], NDArray[np.int32]] | None = None
 
     def retrieve(
         self,
@@ -423,17 +426,17 @@ class MemoryStream:
         mirror = self._mirror
         recency_values = recency(mirror.last_accessed_us[positions], to_us(now))
         importance_values = mirror.importance[positions]
-        scores = combined_score(recency_values, importance_values, relevance_values, weights)
-        order = _best(scores, k)
-        chosen = [mirror.ids[i] for i in positions[order]]
-        records = {record.id: record for record in self.get_many(chosen)}
-        if touch:
-            self._touch(chosen, now)
         normalised = (
             min_max(recency_values),
             min_max(importance_values),
             min_max(relevance_values),
         )
+        scores = weighted_sum(normalised, weights)
+        order = _best(scores, k)
+        chosen = [mirror.ids[i] for i in positions[order]]
+        records = {record.id: record for record in self.get_many(chosen)}
+        if touch:
+            self._touch(chosen, now)
         return [
             ScoredMemory(
                 record=records[record_id].with_changes(last_accessed_at=now)
@@ -486,30 +489,38 @@ class MemoryStream:
         if not weights.relevance or positions.size == 0:
             return positions, np.zeros(positions.size, dtype=np.float64)
         mirror = self._mirror
+        # The full-text search waits on LanceDB while numpy scores the vectors.
+        text_hits = (
+            self._searches.submit(self._text_hits, asked, filters.where())
+            if self.config.relevance != "cosine"
+            else None
+        )
+        everyone = positions.size == len(mirror)
+
+        def subset(values: NDArray[Any]) -> NDArray[Any]:
+            return values if everyone else values[positions]
 
         def similarity_to(vector: NDArray[np.float32]) -> FloatArray:
-            return mirror.similarity(vector)[positions].astype(np.float64)
+            return subset(mirror.similarity(vector)).astype(np.float64)
 
         def subjects_of(names: Sequence[str]) -> tuple[NDArray[np.bool_], tuple[str, ...]]:
             subjects = np.zeros(positions.size, dtype=bool)
             opened = []
             for name in names:
-                opens = mirror.opens_with(name)[positions]
+                opens = subset(mirror.opens_with(name))
                 if opens.any():
                     subjects |= opens
                     opened.append(name)
             return subjects, tuple(opened)
 
         lexical = np.zeros(positions.size, dtype=np.float64)
-        if self.config.relevance != "cosine":
-            hits = self._text_hits(asked, filters.where())
+        if text_hits is not None:
+            hits = text_hits.result()
             places = mirror.positions(list(hits))
             index = np.clip(np.searchsorted(positions, places), 0, positions.size - 1)
             found = (places >= 0) & (positions[index] == places)
             lexical[index[found]] = np.fromiter(hits.values(), dtype=np.float64)[found]
-        relevance = self._relevance(
-            asked, positions, similarity_to(asked.vector), lexical, subjects_of, similarity_to
-        )
+        relevance = self._relevance(asked, positions, lexical, subjects_of, similarity_to)
         return positions, relevance
 
     def _relevance_of_candidates(
@@ -549,14 +560,7 @@ class MemoryStream:
             return opening_names(rows.column("text"), names)
 
         lexical_values = np.array([lexical.get(i, 0.0) for i in ids], dtype=np.float64)
-        relevance = self._relevance(
-            asked,
-            positions,
-            similarity_to(asked.vector),
-            lexical_values,
-            subjects_of,
-            similarity_to,
-        )
+        relevance = self._relevance(asked, positions, lexical_values, subjects_of, similarity_to)
         return positions, relevance
 
     def _text_hits(self, asked: _Query, where: str | None) -> dict[str, float]:
@@ -625,36 +629,37 @@ class MemoryStream:
         self,
         asked: _Query,
         positions: NDArray[np.int64],
-        semantic: FloatArray,
         lexical: FloatArray,
         subjects_of: Callable[[Sequence[str]], tuple[NDArray[np.bool_], tuple[str, ...]]],
         similarity_to: Callable[[NDArray[np.float32]], FloatArray],
     ) -> FloatArray:
         """Relevance of each record (at mirror ``positions``) to the query, as
-        ``config.relevance`` says, from its cosine and BM25 (0 outside the hits) values:
+        ``config.relevance`` says, from the cosine similarity of its vector
+        (``similarity_to``) and its BM25 score (``lexical``, 0 outside the hits):
 
-        * cosine: the cosine similarity of the vectors; text: the BM25 score;
+        * cosine: the cosine similarity; text: the BM25 score;
         * hybrid: (1 - s) * min-max(cosine) + s * min-max(BM25), s = ``text_weight``;
         * rrf: (1 - s) / (rrf_k + cosine rank) + s / (rrf_k + BM25 rank) (0 outside the hits);
         * contextual: hybrid, where a query name that opens records (``subjects_of``: "Anna:
           ...", "Anna moved ...") adds ``subject_boost`` to those records, and the cosine term
-          is the mean of the cosine to the query and to the query without those names
-          (``similarity_to``; the name is matched exactly, the vector then measures what is
-          asked about that person); then each record gets ``context_weight ** d`` of the
-          better of its two neighbours' values at distance d.
+          is the mean of the cosine to the query and to the query without those names (the
+          name is matched exactly, the vector then measures what is asked about that person);
+          then each record gets ``context_weight ** d`` of the better of its two neighbours'
+          values at distance d.
         """
         mode = self.config.relevance
-        if mode == "cosine":
-            return semantic
         if mode == "text":
             return lexical
+        if mode == "cosine":
+            return similarity_to(asked.vector)
         share = self.config.text_weight
         if mode == "rrf":
             fused: FloatArray = (1 - share) * reciprocal_rank(
-                semantic, self.config.rrf_k
+                similarity_to(asked.vector), self.config.rrf_k
             ) + share * np.where(lexical > 0, reciprocal_rank(lexical, self.config.rrf_k), 0.0)
             return fused
         subjects: NDArray[np.bool_] = np.zeros(positions.size, dtype=bool)
+        direction = _unit(asked.vector)
         if mode == "contextual" and asked.names:
             subjects, names = subjects_of(asked.names)
             rest = asked.without_names
@@ -663,8 +668,12 @@ class MemoryStream:
                 text = without_names(asked.text, names)[:MAX_EMBED_CHARS]
                 rest = self._embedder.embed([text])[0] if text else None
             if names and rest is not None:
-                semantic = (semantic + similarity_to(rest)) / 2
-        blended: FloatArray = (1 - share) * min_max(semantic) + share * min_max(lexical)
+                # cos(v, q) + cos(v, r) = cos(v, q/|q| + r/|r|) * |q/|q| + r/|r||: one pass
+                # over the vectors gives the mean up to a positive factor, which min-max drops.
+                direction = direction + _unit(rest)
+        blended: FloatArray = (1 - share) * min_max(similarity_to(direction)) + share * min_max(
+            lexical
+        )
         if mode != "contextual":
             return blended
         blended = blended + self.config.subject_boost * subjects
@@ -679,16 +688,17 @@ class MemoryStream:
             self._order_cache = _CreationOrder()
         return self._order_cache.current(self._mirror.created_us)
 
-    def _episode_neighbours(self) -> NDArray[np.int64]:
+    def _episode_neighbours(self) -> NDArray[np.int32]:
         """For every mirror record, the places of the records 1..context_radius steps before
-        (side 0) and after (side 1) it in creation order, shape (radius, 2, records); -1 where
-        there is none in its episode (same kind, created within context_gap_seconds)."""
+        (side 0) and after (side 1) it in creation order, shape (radius, 2, records); the
+        number of records (one past the last place) where there is none in its episode (same
+        kind, created within context_gap_seconds)."""
         radius = max(self.config.context_radius, 0)
         key = (self._mirror.layout_version, radius, self.config.context_gap_seconds)
         if self._neighbour_cache is not None and self._neighbour_cache[0] == key:
             return self._neighbour_cache[1]
         count = len(self._mirror)
-        near = np.full((radius, 2, count), -1, dtype=np.int64)
+        near = np.full((radius, 2, count), count, dtype=np.int32)
         if count:
             order, rank = self._creation_order()
             created, kind = self._mirror.created_us, self._mirror.kind
@@ -704,7 +714,7 @@ class MemoryStream:
                         & (np.abs(created[other] - created) <= gap)
                         & (kind[other] == kind)
                     )
-                    near[distance - 1, side] = np.where(keep, other, -1)
+                    near[distance - 1, side] = np.where(keep, other, count)
         self._neighbour_cache = (key, near)
         return near
 
@@ -712,26 +722,34 @@ class MemoryStream:
         self, positions: NDArray[np.int64], allowed: NDArray[np.bool_] | None = None
     ) -> NDArray[np.int64]:
         """The episode neighbours (see _episode_neighbours) of the records at ``positions``,
-        shape (radius, 2, len(positions)); -1 also where the filters (``allowed``) leave a
-        neighbour out."""
-        near = self._episode_neighbours()[:, :, positions]
-        if allowed is not None and near.size:
-            near = np.where((near >= 0) & allowed[near], near, -1)
-        return near
+        shape (radius, 2, len(positions)); -1 where there is none, or where the filters
+        (``allowed``) leave it out."""
+        count = len(self._mirror)
+        near = self._episode_neighbours()[:, :, positions].astype(np.int64)
+        keep = near < count
+        if allowed is not None:
+            keep &= np.append(allowed, False)[near]
+        return np.where(keep, near, -1)
 
     def _with_context(self, values: FloatArray, positions: NDArray[np.int64]) -> FloatArray:
         """values[i] + sum over d of context_weight ** d * the larger of the values of the
         records d places before and after record i in its episode (a neighbour that is not
-        among ``positions`` adds nothing)."""
+        among ``positions`` adds nothing; values are never negative)."""
         weight, radius = self.config.context_weight, self.config.context_radius
         if weight <= 0 or radius <= 0 or positions.size == 0:
             return values
-        dense = np.zeros(len(self._mirror), dtype=np.float64)
+        count = len(self._mirror)
+        table = self._episode_neighbours()
+        # Over every record at once when most are wanted; else only the wanted ones' columns.
+        whole = 2 * positions.size > count
+        # float32 halves the memory the gathers below touch; the extra slot: "no neighbour".
+        dense = np.zeros(count + 1, dtype=np.float32)
         dense[positions] = values
-        near = self._neighbours(positions)
-        neighbour_values = np.where(near >= 0, dense[near], 0.0)
-        decay = weight ** np.arange(1, radius + 1, dtype=np.float64)
-        smoothed: FloatArray = values + decay @ neighbour_values.max(axis=1)
+        extra = np.zeros(count if whole else positions.size, dtype=np.float32)
+        for distance in range(radius):
+            before, after = table[distance] if whole else table[distance][:, positions]
+            extra += weight ** (distance + 1) * np.maximum(dense[before], dense[after])
+        smoothed: FloatArray = values + (extra[positions] if whole else extra)
         return smoothed
 
     def _touch(self, ids: Sequence[str], now: datetime) -> None:
@@ -1005,6 +1023,12 @@ def opening_names(
     hits = np.isin(words, list(names))
     present = set(words[hits].tolist())
     return hits, tuple(name for name in names if name in present)
+
+
+def _unit(vector: NDArray[np.float32]) -> NDArray[np.float32]:
+    length = float(np.linalg.norm(vector))
+    unit: NDArray[np.float32] = (vector / length if length > 0 else vector).astype(np.float32)
+    return unit
 
 
 def _best(scores: FloatArray, k: int) -> NDArray[np.int64]:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import json
 import time
 
 import pytest
@@ -35,7 +36,7 @@ async def test_typed_question_gets_a_streamed_reply_from_the_local_model(
         screen = app.screen
         assert isinstance(screen, ConversationScreen)
         assert "qwen2.5-coder-0.5b-instruct" in screen.sub_title
-        await wait_for(lambda: screen.client is not None, 180)
+        await wait_for(lambda: screen.agent is not None, 180)
         assert "at http://127.0.0.1:" in screen.sub_title
 
         await pilot.click("#prompt")
@@ -55,7 +56,8 @@ async def test_typed_question_gets_a_streamed_reply_from_the_local_model(
         await wait_for(finished, 120)
         assert reply.text.strip()
         assert len(seen) > 2, "the reply should appear piece by piece"
-        assert screen.history[-1] == {"role": "assistant", "content": reply.text}
+        said = json.loads(screen.agent.context.fifo[-1]["content"])  # type: ignore[union-attr]
+        assert said["tool"] == "send_message" and said["arguments"]["message"] == reply.text
         await pilot.press("ctrl+q")
     assert app.runtime.server is None, "quitting stops the local server"
 
@@ -71,7 +73,7 @@ async def test_unreachable_endpoint_shows_a_notice_and_keeps_running(tmp_path) -
             assert isinstance(screen, ConversationScreen)
             await wait_for(
                 lambda: (
-                    screen.client is not None
+                    screen.agent is not None
                     or "unavailable" in str(screen.query_one("#status-text").render())
                 ),
                 30,
@@ -82,7 +84,8 @@ async def test_unreachable_endpoint_shows_a_notice_and_keeps_running(tmp_path) -
             await wait_for(lambda: any(v.role == "notice" for v in screen.query(MessageView)), 30)
             notice = [v for v in screen.query(MessageView) if v.role == "notice"][-1]
             assert "HTTP 500" in notice.text
-            assert screen.history == []
+            assert screen.stores is not None
+            assert [m.text for m in screen.stores.recall.recent(5)] == ["hello"]  # kept
             await pilot.press(*"again")
             await pilot.press("enter")
             await wait_for(

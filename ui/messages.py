@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from textual.message import Message
 
-from assistant.llm.client import LLMClient
+from assistant.agent.agent import Agent
 
 
 class ModelProgress(Message):
@@ -27,11 +27,11 @@ class ServerStatusChanged(Message):
 
 
 class ChatReady(Message):
-    """The LLM answers; ``warning`` says why the warm-up request failed, if it did."""
+    """The agent is ready; ``warning`` says why the warm-up request failed, if it did."""
 
-    def __init__(self, client: LLMClient, warning: str | None = None) -> None:
+    def __init__(self, agent: Agent, warning: str | None = None) -> None:
         super().__init__()
-        self.client = client
+        self.agent = agent
         self.warning = warning
 
 
@@ -48,9 +48,10 @@ class ReplyChunk(Message):
 
 
 class ReplyFinished(Message):
-    def __init__(self, text: str) -> None:
+    def __init__(self, text: str, interrupted: bool = False) -> None:
         super().__init__()
         self.text = text
+        self.interrupted = interrupted
 
 
 class ReplyFailed(Message):

@@ -30,6 +30,14 @@ class LLMReplyError(LLMError):
     """The endpoint answered, but not with what was asked for (e.g. invalid JSON)."""
 
 
+class LLMContextOverflow(LLMError):
+    """The prompt did not fit the model's context window."""
+
+
+# How servers word a prompt that is too long (llama.cpp, OpenAI, vLLM).
+_OVERFLOW_WORDS = ("context window", "context length", "maximum context", "too many tokens")
+
+
 @dataclass(frozen=True)
 class Endpoint:
     base_url: str
@@ -111,9 +119,16 @@ class LLMClient:
         *,
         max_tokens: int | None = None,
         temperature: float | None = None,
+        schema: JsonSchema | None = None,
     ) -> Iterator[str]:
-        """The reply, piece by piece, as the model writes it."""
-        chunks = self._create(messages, max_tokens=max_tokens, temperature=temperature, stream=True)
+        """The reply, piece by piece, as the model writes it (held to ``schema`` if given)."""
+        chunks = self._create(
+            messages,
+            max_tokens=max_tokens,
+            temperature=temperature,
+            stream=True,
+            response_format=self._response_format(schema) if schema is not None else None,
+        )
         try:
             for chunk in chunks:
                 if chunk.choices and chunk.choices[0].delta.content:
@@ -168,6 +183,14 @@ class LLMClient:
                 f"the LLM at {where} does not know model {self.endpoint.model!r} (HTTP 404)"
             )
         if isinstance(error, openai.APIStatusError):
+            reason = _reason(error)
+            if error.status_code in (400, 413, 500) and any(
+                words in reason.lower() for words in _OVERFLOW_WORDS
+            ):
+                return LLMContextOverflow(
+                    f"the prompt does not fit the context window of the LLM at {where}: "
+                    f"{_clip(reason)}"
+                )
             return LLMUnavailable(
                 f"the LLM at {where} answered HTTP {error.status_code}: {_clip(_reason(error))}"
             )

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import threading
 from collections import deque
 
 from textual import on, work
@@ -10,9 +11,17 @@ from textual.binding import Binding
 from textual.screen import Screen
 from textual.widgets import Footer, Header, Input
 
-from assistant.llm.client import LLMClient, LLMError, Message
+from assistant.agent.agent import Agent
+from assistant.agent.core_memory import CoreMemoryError
+from assistant.agent.events import UserText
+from assistant.agent.session import open_agent, open_stores
+from assistant.agent.tools import Stores
+from assistant.llm.client import LLMError
+from assistant.llm.priority import BackgroundLLM, ForegroundGate
 from assistant.llm.runtime import LLMRuntime
 from assistant.llm.server import LLMServerError, ServerStatus
+from assistant.parts import load_embedder
+from memory.database import DatabaseError
 from models import ModelError, Progress
 from ui.messages import (
     ChatReady,
@@ -26,24 +35,24 @@ from ui.messages import (
 from ui.widgets.chat import ChatLog, MessageView
 from ui.widgets.status import StartupStatus
 
-SYSTEM_PROMPT = (
-    "You are Brain OS, a helpful personal assistant running on the user's own computer. "
-    "Answer briefly and clearly; your replies may be spoken aloud."
-)
-# Until the context-window manager exists, keep the prompt small enough for a 4k context.
-HISTORY_MESSAGES = 16
 MAX_MESSAGE_CHARS = 8_000
 
 
 class ConversationScreen(Screen[None]):
-    BINDINGS = [Binding("ctrl+r", "retry_llm", "Retry LLM")]
+    BINDINGS = [
+        Binding("ctrl+r", "retry_llm", "Retry LLM"),
+        Binding("escape", "stop_reply", "Stop reply"),
+    ]
 
     def __init__(self, runtime: LLMRuntime) -> None:
         super().__init__()
         self.runtime = runtime
-        self.client: LLMClient | None = None
-        self.history: list[Message] = []
+        self.agent: Agent | None = None
+        self.stores: Stores | None = None
         self.pending: deque[str] = deque()
+        self._cancel = threading.Event()
+        # Replies hold it; importance ratings wait for it.
+        self.gate = ForegroundGate()
         self.startup_error: str | None = None
         self.replying = False
         self._reply_view: MessageView | None = None
@@ -78,16 +87,31 @@ class ConversationScreen(Screen[None]):
             self.runtime.stop()
             self.post_message(StartupFailed(str(error)))
             return
+        settings = self.runtime.settings
+        try:
+            if self.stores is None:
+                self.post_message(ServerStatusChanged("starting", "opening the memory…"))
+                embedder = load_embedder(settings, self.runtime.models.embedder())
+                self.stores = open_stores(
+                    settings.data_dir,
+                    embedder,
+                    BackgroundLLM(client, self.gate),
+                    settings.agent.core_memory_chars,
+                )
+            agent = open_agent(settings, client, self.stores, self.gate)
+        except (ModelError, DatabaseError, CoreMemoryError, OSError) as error:
+            self.runtime.stop()
+            self.post_message(StartupFailed(str(error)))
+            return
         warning = None
         try:
-            # Prefill the stable system prompt now, so the first real turn reuses the KV cache.
+            # Prefill the stable prompt prefix now, so the first real turn reuses the KV cache.
             client.complete(
-                [{"role": "system", "content": SYSTEM_PROMPT}, {"role": "user", "content": "hi"}],
-                max_tokens=1,
+                [agent.context.prefix(), {"role": "user", "content": "hi"}], max_tokens=1
             )
         except LLMError as error:
             warning = str(error)
-        self.post_message(ChatReady(client, warning))
+        self.post_message(ChatReady(agent, warning))
 
     def on_model_progress(self, message: ModelProgress) -> None:
         self.query_one(StartupStatus).progress(message.label, message.done, message.total)
@@ -97,14 +121,15 @@ class ConversationScreen(Screen[None]):
         self.query_one(StartupStatus).show(message.text, state)
 
     def on_chat_ready(self, message: ChatReady) -> None:
-        self.client = message.client
+        self.agent = message.agent
         self.startup_error = None
-        self.sub_title = message.client.endpoint.label
+        label = self.runtime.client.endpoint.label if self.runtime.client else ""
+        self.sub_title = label
         status = self.query_one(StartupStatus)
         if message.warning:
             status.show(f"connected, but the first request failed: {message.warning}", "error")
         else:
-            status.show(f"ready: {message.client.endpoint.label}", "ready")
+            status.show(f"ready: {label}", "ready")
         self._send_next()
 
     def on_startup_failed(self, message: StartupFailed) -> None:
@@ -116,7 +141,7 @@ class ConversationScreen(Screen[None]):
             self.query_one(ChatLog).add("notice", f"Not sent: {self.pending.popleft()!r}")
 
     def action_retry_llm(self) -> None:
-        if self.client is None:
+        if self.agent is None:
             self.startup_error = None
             self.query_one(StartupStatus).show("retrying…")
             self.start_llm()
@@ -143,33 +168,35 @@ class ConversationScreen(Screen[None]):
         event.input.clear()
         self.query_one(ChatLog).add("user", text)
         self.pending.append(text)
-        if self.client is None:
+        if self.agent is None:
             self.query_one(StartupStatus).show(
                 "the model is still starting; your message will follow"
             )
         self._send_next()
 
+    def action_stop_reply(self) -> None:
+        if self.replying:
+            self._cancel.set()
+
     def _send_next(self) -> None:
-        if self.replying or self.client is None or not self.pending:
+        if self.replying or self.agent is None or not self.pending:
             return
         text = self.pending.popleft()
-        self.history.append({"role": "user", "content": text})
         self.replying = True
+        self._cancel.clear()
         self._reply_view = self.query_one(ChatLog).add("assistant")
-        messages = [{"role": "system", "content": SYSTEM_PROMPT}, *self.history[-HISTORY_MESSAGES:]]
-        self.stream_reply(self.client, messages)
+        self.reply(self.agent, text)
 
     @work(thread=True, group="reply")
-    def stream_reply(self, client: LLMClient, messages: list[Message]) -> None:
-        parts: list[str] = []
-        try:
-            for piece in client.stream(messages):
-                parts.append(piece)
-                self.post_message(ReplyChunk(piece))
-        except LLMError as error:
-            self.post_message(ReplyFailed(str(error)))
-            return
-        self.post_message(ReplyFinished("".join(parts)))
+    def reply(self, agent: Agent, text: str) -> None:
+        def show(piece: str) -> None:
+            self.post_message(ReplyChunk(piece))
+
+        turn = agent.respond(UserText(text), on_text=show, cancel=self._cancel)
+        if turn.error and not turn.reply:
+            self.post_message(ReplyFailed(turn.error))
+        else:
+            self.post_message(ReplyFinished(turn.reply, turn.interrupted))
 
     def on_reply_chunk(self, message: ReplyChunk) -> None:
         if self._reply_view is not None:
@@ -177,16 +204,20 @@ class ConversationScreen(Screen[None]):
             self.query_one(ChatLog).scroll_end(animate=False)
 
     def on_reply_finished(self, message: ReplyFinished) -> None:
-        self.history.append({"role": "assistant", "content": message.text})
+        if message.interrupted and self._reply_view is not None:
+            self._reply_view.append(" [stopped]")
         self._finish_reply()
 
     def on_reply_failed(self, message: ReplyFailed) -> None:
         if self._reply_view is not None:
             self._reply_view.remove()
-        # The question stays in the history only if it was answered.
-        self.history.pop()
+        # The message itself is kept in the conversation history (recall storage).
         self.query_one(ChatLog).add("notice", f"No reply: {message.text}")
         self._finish_reply()
+
+    def on_unmount(self) -> None:
+        if self.stores is not None:
+            self.stores.stream.close()
 
     def _finish_reply(self) -> None:
         self.replying = False

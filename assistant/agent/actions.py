@@ -1,0 +1,100 @@
+"""Reading the model's action object. Whatever comes back (broken JSON, an unknown tool, wrong
+or missing arguments, an empty reply, a huge string) becomes an ``ActionError`` whose message
+tells the model what to fix; nothing here raises anything else."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from pydantic import ValidationError
+
+from assistant.agent.tools import Arguments, Tool
+
+QUOTE_CHARS = 120
+
+
+class ActionError(ValueError):
+    """The reply was not a usable action; the message is for the model."""
+
+
+@dataclass(frozen=True)
+class Action:
+    tool: str
+    arguments: Arguments
+    request_heartbeat: bool
+
+    def as_json(self) -> str:
+        """The action as the model should have written it (what the history keeps)."""
+        return json.dumps(
+            {
+                "tool": self.tool,
+                "arguments": self.arguments.model_dump(),
+                "request_heartbeat": self.request_heartbeat,
+            },
+            ensure_ascii=False,
+        )
+
+
+def parse_action(text: str, tools: Mapping[str, Tool]) -> Action:
+    if not text or not text.strip():
+        raise ActionError("the reply was empty: reply with one JSON action object")
+    try:
+        value = _json(text)
+    except json.JSONDecodeError as error:
+        raise ActionError(
+            f"the reply is not valid JSON ({error.msg} at character {error.pos}): {_quote(text)}"
+        ) from None
+    except RecursionError:
+        raise ActionError("the reply is nested too deeply to read") from None
+    if not isinstance(value, dict):
+        raise ActionError(f"the reply must be a JSON object, not {type(value).__name__}")
+    return _action(value, tools)
+
+
+def _json(text: str) -> Any:
+    """The reply's JSON; an object wrapped in prose or a Markdown code fence (endpoints that
+    are not held to a grammar do that) is read from its first "{" to its last "}"."""
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError:
+        start, end = text.find("{"), text.rfind("}")
+        inner = text[start : end + 1] if 0 <= start < end else ""
+        if not inner or inner == text.strip():
+            raise
+        try:
+            return json.loads(inner)
+        except json.JSONDecodeError:
+            pass
+        raise
+
+
+def _action(value: dict[str, Any], tools: Mapping[str, Tool]) -> Action:
+    name = value.get("tool")
+    if not isinstance(name, str) or not name:
+        raise ActionError(f'"tool" must name one of: {", ".join(tools)}')
+    tool = tools.get(name)
+    if tool is None:
+        raise ActionError(f"unknown tool {_quote(name)}; tools: {', '.join(tools)}")
+    arguments = value.get("arguments", {})
+    if not isinstance(arguments, dict):
+        raise ActionError(f'"arguments" of {name} must be a JSON object')
+    try:
+        parsed = tool.arguments.model_validate(arguments)
+    except ValidationError as error:
+        problems = "; ".join(
+            f"{'.'.join(str(p) for p in problem['loc']) or 'arguments'}: {problem['msg']}"
+            for problem in error.errors()[:5]
+        )
+        raise ActionError(f"wrong arguments for {name}: {problems}") from None
+    heartbeat = value.get("request_heartbeat", False)
+    if not isinstance(heartbeat, bool):
+        raise ActionError('"request_heartbeat" must be true or false')
+    return Action(name, parsed, heartbeat)
+
+
+def _quote(text: str) -> str:
+    text = text.encode("utf-8", "replace").decode("utf-8")
+    return repr(text if len(text) <= QUOTE_CHARS else text[:QUOTE_CHARS] + "…")

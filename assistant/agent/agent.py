@@ -1,0 +1,411 @@
+"""The master agent: an event comes in, and the agent takes steps (prompt -> one action ->
+run the tool) until it yields; a send_message streams to whoever listens as it is written.
+
+Every event, reply and tool call is written to recall storage (and user and assistant messages
+to the memory stream) before it is acted on, so nothing acknowledged is lost if the process
+dies. The model's output never reaches the user as an error: a malformed action goes back to
+the model as an error it can correct (``max_errors`` times per event), then a short fallback
+message is said instead.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import threading
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+from assistant.agent.actions import Action, ActionError, parse_action
+from assistant.agent.context import ContextWindow, transcript
+from assistant.agent.events import Event, from_user
+from assistant.agent.streaming import MessageStream
+from assistant.agent.tools import (
+    TOOLS,
+    SendMessage,
+    Stores,
+    Tool,
+    action_schema,
+    by_name,
+    describe_memory,
+    describe_tools,
+)
+from assistant.llm.client import LLMContextOverflow, LLMError, LLMUnavailable, Message
+from assistant.llm.priority import ForegroundGate
+from memory.scoring import RetrievalWeights
+from memory.stream import MemoryRequestError
+
+log = logging.getLogger(__name__)
+
+FALLBACK_MESSAGE = "Sorry, I could not put a reply together just now. Please try again."
+INTERRUPTED = " [interrupted]"
+SUMMARY_WORDS = 120
+# The most of the evicted messages one summary call reads (the rest is in recall storage).
+SUMMARY_INPUT_CHARS = 6_000
+
+
+class AgentLLM(Protocol):
+    def stream(
+        self,
+        messages: Sequence[Message],
+        *,
+        max_tokens: int | None = None,
+        temperature: float | None = None,
+        schema: dict[str, Any] | None = None,
+    ) -> Iterator[str]: ...
+
+    def complete(
+        self,
+        messages: Sequence[Message],
+        *,
+        max_tokens: int | None = None,
+        temperature: float | None = None,
+    ) -> str: ...
+
+
+@dataclass(frozen=True)
+class AgentConfig:
+    # Steps one event may take (a tool call that asks for a heartbeat chains another).
+    max_steps: int = 6
+    # Malformed actions sent back to the model for correction per event, before the fallback.
+    max_errors: int = 2
+    # Attempts at reaching an endpoint that is down, with back-off_s, 2 * backoff_s, ... between.
+    attempts: int = 3
+    backoff_s: float = 1.0
+    retrieved_memories: int = 5
+    # Answering a question needs what is relevant more than what is recent: on LoCoMo the
+    # paper's equal weights found 0.069 of the evidence in the top 10, relevance alone 0.806
+    # (docs/BENCHMARKS.md). Recency and importance still break near-ties.
+    retrieval_weights: RetrievalWeights = field(
+        default_factory=lambda: RetrievalWeights(recency=0.25, importance=0.25, relevance=1.0)
+    )
+    temperature: float = 0.3
+
+
+@dataclass(frozen=True)
+class Step:
+    tool: str
+    arguments: dict[str, Any]
+    result: str
+    failed: bool = False
+
+
+@dataclass
+class Turn:
+    """What one event led to."""
+
+    reply: str = ""
+    steps: list[Step] = field(default_factory=list)
+    interrupted: bool = False
+    # Malformed actions the model was told to correct.
+    errors: list[str] = field(default_factory=list)
+    # One line when the LLM could not be used (the event itself is kept).
+    error: str | None = None
+    flushed: bool = False
+
+
+def instructions(tools: Sequence[Tool] = TOOLS) -> str:
+    return (
+        "You are Brain OS, a voice-first personal assistant on the user's own computer. Your "
+        "replies may be spoken aloud: keep them short and natural.\n\n"
+        "Each step you write exactly one JSON object: "
+        '{"tool": <name>, "arguments": {...}, "request_heartbeat": false}. '
+        "To talk to the user, use send_message. Set request_heartbeat to true only when you "
+        "need another step after this one (for example to search, then answer).\n\n"
+        "Your memory: core memory (below) is always in view; keep what you learn about the "
+        "user there with core_memory_append and core_memory_replace. Older messages leave "
+        "this window, but recall_search finds them. archival_insert and archival_search keep "
+        "and find longer texts. memory_search searches everything you have observed and "
+        "concluded. 'Relevant memories' lists what was retrieved for the current message.\n\n"
+        f"Tools:\n{describe_tools(tools)}"
+    )
+
+
+class Agent:
+    def __init__(
+        self,
+        llm: AgentLLM,
+        stores: Stores,
+        context: ContextWindow,
+        config: AgentConfig = AgentConfig(),
+        tools: Sequence[Tool] = TOOLS,
+        conversation_id: str = "main",
+        sleep: Callable[[float], None] | None = None,
+        gate: ForegroundGate | None = None,
+    ) -> None:
+        self.llm = llm
+        self.stores = stores
+        self.context = context
+        self.config = config
+        self.tools = by_name(tools)
+        self.schema = action_schema(tools)
+        self.conversation_id = conversation_id
+        self._warned = False
+        self._sleep = sleep
+        # Held while an event is handled: background LLM work waits for it (priority.py).
+        self.gate = gate or ForegroundGate()
+
+    def respond(
+        self,
+        event: Event,
+        on_text: Callable[[str], None] = lambda text: None,
+        cancel: threading.Event | None = None,
+    ) -> Turn:
+        """Handle one event; ``on_text`` gets each piece of a reply as it is written, and
+        setting ``cancel`` stops a reply mid-stream (the delivered part is kept, marked)."""
+        with self.gate.foreground():
+            return self._respond(event, on_text, cancel or threading.Event())
+
+    def _respond(
+        self, event: Event, on_text: Callable[[str], None], cancel: threading.Event
+    ) -> Turn:
+        turn = Turn()
+        prompt = event.prompt()
+        retrieved = self._retrieve(prompt)
+        self._record_event(event, prompt)
+        for _ in range(self.config.max_steps):
+            turn.flushed |= self._manage_pressure(retrieved)
+            outcome = self._step(retrieved, on_text, cancel, turn)
+            if outcome is None:  # the LLM failed, or the user interrupted
+                return turn
+            if isinstance(outcome, ActionError):
+                turn.errors.append(str(outcome))
+                log.warning("malformed action: %s", outcome)
+                self._note_error(str(outcome))
+                if len(turn.errors) > self.config.max_errors:
+                    self._say_fallback(turn, on_text)
+                    return turn
+                continue
+            if not self._run(outcome, turn):
+                continue
+            if not outcome.request_heartbeat:
+                return turn
+        if not turn.reply and from_user(event):
+            self._say_fallback(turn, on_text)
+        return turn
+
+    # One step
+
+    def _step(
+        self,
+        retrieved: str,
+        on_text: Callable[[str], None],
+        cancel: threading.Event,
+        turn: Turn,
+    ) -> Action | ActionError | None:
+        """Ask for one action, streaming its message; None when there is none to act on."""
+        overflowed = False
+        for attempt in range(1, self.config.attempts + 1):
+            streamed = MessageStream()
+            try:
+                for chunk in self.llm.stream(
+                    self.context.messages(retrieved),
+                    max_tokens=self.context.config.reply_tokens,
+                    temperature=self.config.temperature,
+                    schema=self.schema,
+                ):
+                    piece = streamed.feed(chunk)
+                    if piece:
+                        on_text(piece)
+                    if cancel.is_set():
+                        self._interrupted(streamed.text, turn)
+                        return None
+                break
+            except LLMContextOverflow as error:
+                if overflowed or streamed.text:
+                    self._failed(turn, str(error))
+                    return None
+                overflowed = True
+                log.warning("%s; evicting into the summary and trying again", error)
+                turn.flushed |= self._flush(retrieved)
+            except LLMUnavailable as error:
+                if streamed.text or attempt == self.config.attempts or cancel.is_set():
+                    self._failed(turn, str(error))
+                    return None
+                log.warning("%s; trying again", error)
+                self._wait(self.config.backoff_s * 2 ** (attempt - 1), cancel)
+            except LLMError as error:
+                self._failed(turn, str(error))
+                return None
+        else:
+            self._failed(turn, "the LLM gave no usable reply")
+            return None
+        try:
+            return parse_action(streamed.raw, self.tools)
+        except ActionError as error:
+            if streamed.complete:  # the message reached the user whole: it was said
+                return Action("send_message", SendMessage(message=streamed.text), False)
+            return error
+
+    def _run(self, action: Action, turn: Turn) -> bool:
+        """Record and run the action; False when the tool failed (the model is told why)."""
+        arguments = action.arguments.model_dump()
+        if action.tool == "send_message":
+            message = str(arguments["message"])
+            record_id = self._remember("assistant", message)
+            self.context.push({"role": "assistant", "content": action.as_json()}, record_id)
+            turn.reply = f"{turn.reply}\n{message}".strip()
+            turn.steps.append(Step(action.tool, arguments, "sent"))
+            if action.request_heartbeat:
+                self.context.push({"role": "system", "content": "[send_message] sent"})
+            return True
+        self.context.push({"role": "assistant", "content": action.as_json()})
+        self._recall("tool", f"{action.tool} {json.dumps(arguments, ensure_ascii=False)}")
+        try:
+            result = self.tools[action.tool].run(self.stores, action.arguments)
+            failed = False
+        except (ValueError, LookupError, MemoryRequestError, OSError) as error:
+            result, failed = f"error: {error}", True
+        turn.steps.append(Step(action.tool, arguments, result, failed))
+        self._recall("tool", f"{action.tool} -> {result}")
+        self.context.push({"role": "system", "content": f"[{action.tool}] {result}"})
+        return not failed
+
+    # Context
+
+    def _manage_pressure(self, retrieved: str) -> bool:
+        """Warn the model at warning_share of the window; evict into the summary at
+        flush_share (the warning counted). Returns whether it flushed."""
+        pressure = self.context.pressure(retrieved)
+        if pressure >= self.context.config.warning_share and not self._warned:
+            self._warned = True
+            self.context.push(
+                {
+                    "role": "system",
+                    "content": (
+                        f"[memory pressure] The conversation fills {pressure:.0%} of your "
+                        "context window. Older messages will soon be replaced by a summary: "
+                        "save anything important with core_memory_append or archival_insert."
+                    ),
+                }
+            )
+        if self.context.pressure(retrieved) >= self.context.config.flush_share:
+            return self._flush(retrieved)
+        return False
+
+    def _flush(self, retrieved: str = "") -> bool:
+        """Evict about half the FIFO (more if the prompt still would not be under the
+        warning share) into a new recursive summary."""
+        evicted = self.context.evict()
+        while evicted and self.context.pressure(retrieved) >= self.context.config.warning_share:
+            more = self.context.evict()
+            if not more:
+                break
+            evicted += more
+        if not evicted:
+            return False
+        self.context.summary = self._summarise(self.context.summary, evicted)
+        self._warned = False
+        log.info("evicted %d messages into the summary", len(evicted))
+        return True
+
+    def _summarise(self, previous: str, evicted: Sequence[Message]) -> str:
+        text = transcript(evicted)[-SUMMARY_INPUT_CHARS:]
+        prompt: list[Message] = [
+            {
+                "role": "system",
+                "content": (
+                    "You keep a running summary of a conversation between a user and their "
+                    f"assistant, Brain OS. Write the new summary in at most {SUMMARY_WORDS} "
+                    "words: the facts, names, dates, requests and decisions that matter. No "
+                    "preamble."
+                ),
+            },
+            {
+                "role": "user",
+                "content": f"Summary so far:\n{previous or '(none)'}\n\nNew messages:\n{text}",
+            },
+        ]
+        try:
+            summary = self.llm.complete(prompt, max_tokens=SUMMARY_WORDS * 2, temperature=0.0)
+        except LLMError as error:
+            log.warning("summary failed (%s); keeping the messages' opening lines instead", error)
+            summary = ""
+        if not summary.strip():
+            lines = [previous, *(m["content"][:160] for m in evicted)]
+            summary = "\n".join(line for line in lines if line)[-SUMMARY_INPUT_CHARS // 4 :]
+        return summary.strip()
+
+    def _retrieve(self, prompt: str) -> str:
+        """The memories most worth showing for this event, leaving out those whose messages
+        are already in the FIFO."""
+        wanted = self.config.retrieved_memories
+        if wanted < 1:
+            return ""
+        in_view = self.context.in_view()
+        try:
+            found = self.stores.stream.retrieve(
+                prompt, k=wanted + len(in_view), weights=self.config.retrieval_weights
+            )
+        except (ValueError, MemoryRequestError, OSError) as error:
+            log.warning("memory retrieval failed: %s", error)
+            return ""
+        shown = [m for m in found if m.record.id not in in_view][:wanted]
+        if not shown:
+            return ""
+        lines = [describe_memory(m.record.created_at, m.record.text) for m in shown]
+        return "Relevant memories (retrieved for this message):\n" + "\n".join(lines)
+
+    # Records
+
+    def _record_event(self, event: Event, prompt: str) -> None:
+        if from_user(event):
+            self.context.push({"role": "user", "content": prompt}, self._remember("user", prompt))
+        else:
+            self.context.push({"role": "system", "content": prompt})
+            self._recall("system", prompt)
+
+    def _remember(self, role: str, text: str) -> str | None:
+        """Into recall storage and, as an observation, into the memory stream; returns the
+        stream record's id."""
+        self._recall(role, text)
+        name = "User" if role == "user" else "Brain OS"
+        try:
+            return self.stores.stream.add(f"{name}: {text}", source=role).id
+        except (ValueError, MemoryRequestError, OSError) as error:
+            log.warning("could not add to the memory stream: %s", error)
+            return None
+
+    def _recall(self, role: str, text: str) -> None:
+        try:
+            self.stores.recall.append(role, text, conversation_id=self.conversation_id)
+        except (ValueError, OSError) as error:
+            log.warning("could not add to recall storage: %s", error)
+
+    def _note_error(self, message: str) -> None:
+        self.context.push(
+            {
+                "role": "system",
+                "content": f"[error] {message}. Reply again with one valid JSON action.",
+            }
+        )
+
+    def _say_fallback(self, turn: Turn, on_text: Callable[[str], None]) -> None:
+        on_text(FALLBACK_MESSAGE)
+        action = Action("send_message", SendMessage(message=FALLBACK_MESSAGE), False)
+        self._run(action, turn)
+
+    def _interrupted(self, delivered: str, turn: Turn) -> None:
+        turn.interrupted = True
+        if delivered:
+            kept = delivered + INTERRUPTED
+            self.context.push(
+                {
+                    "role": "assistant",
+                    "content": Action("send_message", SendMessage(message=kept), False).as_json(),
+                }
+            )
+            self._recall("assistant", kept)
+            turn.reply = f"{turn.reply}\n{kept}".strip()
+
+    def _failed(self, turn: Turn, message: str) -> None:
+        log.warning("LLM failed: %s", message)
+        turn.error = message
+        return None
+
+    def _wait(self, seconds: float, cancel: threading.Event) -> None:
+        if self._sleep is not None:
+            self._sleep(seconds)
+        else:
+            cancel.wait(seconds)

@@ -1,0 +1,125 @@
+"""Core memory (MemGPT section 2.1): small, named blocks shown in every prompt, which the agent
+edits with tools. Kept in a JSON file in the data folder, written atomically (temp file, fsync,
+rename), readable by the user only.
+
+The rendering is byte-stable: the same blocks give the same text, so the prompt prefix (system
+instructions + core memory) does not change between turns unless a block does, and the
+llama.cpp server can reuse its cached prefix.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+
+DEFAULT_LIMIT = 1_200
+DEFAULT_BLOCKS: dict[str, tuple[str, str]] = {
+    "persona": (
+        "Who you are and how you behave.",
+        "I am Brain OS, a personal assistant that lives on the user's computer. I am warm, "
+        "brief and precise, and I remember what matters to the user.",
+    ),
+    "human": ("What you know about the user: name, people, preferences, plans.", ""),
+}
+
+
+class CoreMemoryError(ValueError):
+    """An edit the agent asked for that cannot be made; the message is for the model."""
+
+
+@dataclass
+class Block:
+    label: str
+    description: str
+    value: str
+    limit: int = DEFAULT_LIMIT
+
+
+class CoreMemory:
+    def __init__(self, path: Path, limit: int = DEFAULT_LIMIT) -> None:
+        self.path = path
+        self.blocks: dict[str, Block] = {
+            label: Block(label, description, value, limit)
+            for label, (description, value) in DEFAULT_BLOCKS.items()
+        }
+        if path.exists():
+            self._load()
+
+    def _load(self) -> None:
+        try:
+            stored = json.loads(self.path.read_text(encoding="utf-8"))
+            values = {str(k): str(v) for k, v in stored["blocks"].items()}
+        except (OSError, ValueError, KeyError, TypeError, AttributeError) as error:
+            raise CoreMemoryError(
+                f"core memory file {self.path} cannot be read ({error}); it was left untouched"
+            ) from None
+        for label, value in values.items():
+            if label in self.blocks:
+                self.blocks[label].value = value
+
+    def render(self) -> str:
+        parts = []
+        for block in self.blocks.values():
+            parts.append(
+                f'<{block.label} chars="{len(block.value)}/{block.limit}">\n'
+                f"{block.value}\n</{block.label}>"
+            )
+        return "\n".join(parts)
+
+    def append(self, label: str, content: str) -> str:
+        block = self._block(label)
+        content = content.strip()
+        if not content:
+            raise CoreMemoryError("nothing to append: content is empty")
+        value = f"{block.value}\n{content}" if block.value else content
+        return self._set(block, value)
+
+    def replace(self, label: str, old: str, new: str) -> str:
+        block = self._block(label)
+        if not old:
+            raise CoreMemoryError("old_content is empty: quote the exact text to replace")
+        if old not in block.value:
+            raise CoreMemoryError(
+                f"old_content not found in {label}; quote it exactly as it appears in the block"
+            )
+        return self._set(block, block.value.replace(old, new.strip(), 1).strip())
+
+    def _block(self, label: str) -> Block:
+        block = self.blocks.get(label)
+        if block is None:
+            raise CoreMemoryError(
+                f"no core memory block {label!r}; blocks: {', '.join(self.blocks)}"
+            )
+        return block
+
+    def _set(self, block: Block, value: str) -> str:
+        if len(value) > block.limit:
+            raise CoreMemoryError(
+                f"{block.label} would hold {len(value)} characters, over its limit of "
+                f"{block.limit}: replace or shorten something first"
+            )
+        block.value = value
+        self._save()
+        return f"{block.label} now holds {len(value)}/{block.limit} characters"
+
+    def _save(self) -> None:
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        data = json.dumps(
+            {"version": 1, "blocks": {b.label: b.value for b in self.blocks.values()}},
+            ensure_ascii=False,
+            indent=2,
+        )
+        handle, temporary = tempfile.mkstemp(dir=self.path.parent, prefix=".core-", text=True)
+        try:
+            with os.fdopen(handle, "w", encoding="utf-8") as file:
+                file.write(data)
+                file.flush()
+                os.fsync(file.fileno())
+            os.chmod(temporary, 0o600)
+            os.replace(temporary, self.path)
+        except BaseException:
+            Path(temporary).unlink(missing_ok=True)
+            raise

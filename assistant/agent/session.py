@@ -1,0 +1,64 @@
+"""Opening the agent on the user's data folder: the memory stores, core memory and the context
+window, wired to one LLM client and one embedder."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from assistant.agent.actions import Action
+from assistant.agent.agent import Agent, AgentConfig, AgentLLM, instructions
+from assistant.agent.context import ContextConfig, ContextWindow
+from assistant.agent.core_memory import CoreMemory
+from assistant.agent.tools import SendMessage, Stores
+from assistant.llm.priority import ForegroundGate
+from assistant.settings import Settings
+from memory.archival import ArchivalStore
+from memory.database import open_database
+from memory.embedder import Embedder
+from memory.llm import StructuredLLM
+from memory.locking import WriteLock
+from memory.recall import RecallStore
+from memory.stream import MemoryStream
+
+# Recent messages put back into the window when the agent starts (the rest stay in recall).
+RESUMED_MESSAGES = 12
+
+
+def open_stores(
+    data_dir: Path, embedder: Embedder, rater: StructuredLLM | None, core_memory_chars: int
+) -> Stores:
+    """The stores in ``data_dir``; ``rater`` rates new memories' importance (None: later)."""
+    stream = MemoryStream(data_dir, embedder, llm=rater)
+    database = open_database(data_dir)
+    lock = WriteLock(data_dir / "memory.lock")
+    return Stores(
+        core=CoreMemory(data_dir / "core_memory.json", limit=core_memory_chars),
+        stream=stream,
+        recall=RecallStore(database, lock, embedder),
+        archival=ArchivalStore(database, lock, embedder),
+    )
+
+
+def open_agent(
+    settings: Settings, llm: AgentLLM, stores: Stores, gate: ForegroundGate | None = None
+) -> Agent:
+    context = ContextWindow(
+        instructions(),
+        stores.core,
+        ContextConfig(
+            window_tokens=settings.llm.context_window,
+            warning_share=settings.agent.memory_pressure,
+        ),
+    )
+    for message in stores.recall.recent(RESUMED_MESSAGES):
+        if message.role == "user":
+            context.push({"role": "user", "content": message.text})
+        elif message.role == "assistant":
+            said = Action("send_message", SendMessage(message=message.text), False)
+            context.push({"role": "assistant", "content": said.as_json()})
+    while context.pressure() > settings.agent.memory_pressure and context.evict():
+        pass
+    config = AgentConfig(
+        max_steps=settings.agent.max_steps, retrieved_memories=settings.agent.retrieved_memories
+    )
+    return Agent(llm, stores, context, config, gate=gate)

@@ -1,0 +1,211 @@
+"""The agent's tools (MemGPT's memory functions plus the scored retrieval): each has a pydantic
+model of its arguments, from which the JSON schema the model is held to is made, and a function
+that runs it and returns the text the model reads back."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from assistant.agent.core_memory import CoreMemory
+from memory.archival import ArchivalStore
+from memory.recall import RecallStore
+from memory.stream import MemoryStream
+
+PAGE_SIZE = 5
+SNIPPET_CHARS = 300
+
+
+class Arguments(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class SendMessage(Arguments):
+    message: str = Field(description="What to say to the user (it may be spoken aloud).")
+
+
+class CoreMemoryAppend(Arguments):
+    label: Literal["persona", "human"] = Field(description="The block to add to.")
+    content: str = Field(description="The text to add, on a new line.")
+
+
+class CoreMemoryReplace(Arguments):
+    label: Literal["persona", "human"] = Field(description="The block to edit.")
+    old_content: str = Field(description="Text exactly as it appears in the block.")
+    new_content: str = Field(description="What replaces it (empty to delete it).")
+
+
+class Search(Arguments):
+    query: str = Field(description="Words or a question to look for.")
+    page: int = Field(ge=1, description="Result page, 1 first.")
+
+
+class ArchivalInsert(Arguments):
+    content: str = Field(description="Text to keep for the long term (facts, notes, documents).")
+
+
+class MemorySearch(Arguments):
+    query: str = Field(description="What you want to remember.")
+
+
+@dataclass(frozen=True)
+class Stores:
+    """What the tools work on."""
+
+    core: CoreMemory
+    stream: MemoryStream
+    recall: RecallStore
+    archival: ArchivalStore
+
+
+@dataclass(frozen=True)
+class Tool:
+    name: str
+    description: str
+    arguments: type[Arguments]
+    run: Callable[[Stores, Any], str]
+
+    def schema(self) -> dict[str, Any]:
+        return strict_schema(self.arguments.model_json_schema())
+
+
+def _send(stores: Stores, arguments: SendMessage) -> str:
+    return "sent"
+
+
+def _append(stores: Stores, arguments: CoreMemoryAppend) -> str:
+    return stores.core.append(arguments.label, arguments.content)
+
+
+def _replace(stores: Stores, arguments: CoreMemoryReplace) -> str:
+    return stores.core.replace(arguments.label, arguments.old_content, arguments.new_content)
+
+
+def _recall_search(stores: Stores, arguments: Search) -> str:
+    found = stores.recall.search(arguments.query, page=arguments.page, page_size=PAGE_SIZE)
+    lines = [
+        f"[{m.at.isoformat(timespec='minutes')}] {m.role}: {_snippet(m.text)}" for m in found.items
+    ]
+    return "\n".join([f"recall: {found.describe()}", *lines])
+
+
+def _archival_insert(stores: Stores, arguments: ArchivalInsert) -> str:
+    chunks = stores.archival.insert(arguments.content, source="assistant")
+    return f"stored in archival memory ({len(chunks)} chunk{'s' if len(chunks) != 1 else ''})"
+
+
+def _archival_search(stores: Stores, arguments: Search) -> str:
+    found = stores.archival.search(arguments.query, page=arguments.page, page_size=PAGE_SIZE)
+    lines = [f"- {_snippet(hit.text)}" for hit in found.items]
+    return "\n".join([f"archival: {found.describe()}", *lines])
+
+
+def _memory_search(stores: Stores, arguments: MemorySearch) -> str:
+    found = stores.stream.retrieve(arguments.query, k=PAGE_SIZE)
+    if not found:
+        return "no memories found"
+    return "\n".join(describe_memory(m.record.created_at, m.record.text) for m in found)
+
+
+def describe_memory(created_at: Any, text: str) -> str:
+    return f"- ({created_at.date().isoformat()}) {_snippet(text)}"
+
+
+def _snippet(text: str) -> str:
+    text = " ".join(text.split())
+    return text if len(text) <= SNIPPET_CHARS else text[: SNIPPET_CHARS - 1] + "…"
+
+
+TOOLS: tuple[Tool, ...] = (
+    Tool(
+        "send_message",
+        "Say something to the user. Ends your turn unless request_heartbeat is true.",
+        SendMessage,
+        _send,
+    ),
+    Tool(
+        "core_memory_append",
+        "Add a lasting fact to a core memory block (always in your prompt).",
+        CoreMemoryAppend,
+        _append,
+    ),
+    Tool(
+        "core_memory_replace",
+        "Change or delete text in a core memory block.",
+        CoreMemoryReplace,
+        _replace,
+    ),
+    Tool(
+        "recall_search",
+        "Search every past message of the conversation, including ones no longer in view.",
+        Search,
+        _recall_search,
+    ),
+    Tool(
+        "archival_insert",
+        "Store text in archival memory for the long term.",
+        ArchivalInsert,
+        _archival_insert,
+    ),
+    Tool("archival_search", "Search archival memory.", Search, _archival_search),
+    Tool(
+        "memory_search",
+        "Search your memory stream (observations, reflections, plans, facts), best first.",
+        MemorySearch,
+        _memory_search,
+    ),
+)
+
+
+def by_name(tools: Sequence[Tool] = TOOLS) -> dict[str, Tool]:
+    return {tool.name: tool for tool in tools}
+
+
+def strict_schema(schema: dict[str, Any]) -> dict[str, Any]:
+    """A pydantic schema as a grammar-friendly, strict JSON schema: no titles, every property
+    required, no extra properties, in declaration order."""
+    properties = {
+        name: {k: v for k, v in spec.items() if k not in ("title", "description")}
+        for name, spec in schema["properties"].items()
+    }
+    return {
+        "type": "object",
+        "properties": properties,
+        "required": list(properties),
+        "additionalProperties": False,
+    }
+
+
+def action_schema(tools: Sequence[Tool] = TOOLS) -> dict[str, Any]:
+    """The one JSON object the model writes per step: which tool, its arguments, and whether
+    it wants another step after this one (MemGPT's request_heartbeat)."""
+    return {
+        "anyOf": [
+            {
+                "type": "object",
+                "properties": {
+                    "tool": {"const": tool.name},
+                    "arguments": tool.schema(),
+                    "request_heartbeat": {"type": "boolean"},
+                },
+                "required": ["tool", "arguments", "request_heartbeat"],
+                "additionalProperties": False,
+            }
+            for tool in tools
+        ]
+    }
+
+
+def describe_tools(tools: Sequence[Tool] = TOOLS) -> str:
+    """The tools as the system prompt lists them."""
+    lines = []
+    for tool in tools:
+        fields = tool.arguments.model_fields
+        arguments = ", ".join(
+            f"{name}: {field.description or ''}".strip() for name, field in fields.items()
+        )
+        lines.append(f"- {tool.name}({arguments}): {tool.description}")
+    return "\n".join(lines)

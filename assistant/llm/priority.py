@@ -1,0 +1,67 @@
+"""Replies first: background LLM work (importance ratings, reflection, summaries of idle
+time) waits while a reply is being generated, so it never delays what the user is waiting
+for. The local server answers one request at a time; a rating batch sent during a reply would
+hold the reply up for its whole length."""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from typing import Any
+
+from assistant.llm.client import JsonSchema, LLMClient, Message
+
+# The longest background work waits for the foreground before going ahead anyway (a reply
+# stuck for minutes must not starve the ratings for ever).
+MAX_WAIT_S = 120.0
+
+
+class ForegroundGate:
+    """Counts replies in progress; background callers wait until there are none."""
+
+    def __init__(self) -> None:
+        self._active = 0
+        self._idle = threading.Condition()
+
+    @contextmanager
+    def foreground(self) -> Iterator[None]:
+        with self._idle:
+            self._active += 1
+        try:
+            yield
+        finally:
+            with self._idle:
+                self._active -= 1
+                if self._active == 0:
+                    self._idle.notify_all()
+
+    @property
+    def busy(self) -> bool:
+        return self._active > 0
+
+    def wait_idle(self, timeout: float | None = MAX_WAIT_S) -> bool:
+        """Block until no reply is in progress; False if ``timeout`` ran out first."""
+        with self._idle:
+            return self._idle.wait_for(lambda: self._active == 0, timeout=timeout)
+
+
+class BackgroundLLM:
+    """The client as background work sees it: each request waits for the gate first."""
+
+    def __init__(self, client: LLMClient, gate: ForegroundGate) -> None:
+        self.client = client
+        self.gate = gate
+
+    def complete_json(
+        self,
+        messages: Sequence[Message],
+        schema: JsonSchema,
+        *,
+        max_tokens: int | None = None,
+        temperature: float | None = 0.0,
+    ) -> dict[str, Any]:
+        self.gate.wait_idle()
+        return self.client.complete_json(
+            messages, schema, max_tokens=max_tokens, temperature=temperature
+        )

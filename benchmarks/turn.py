@@ -1,0 +1,230 @@
+"""How fast the agent answers: from an event to the first token and to the end of the first
+sentence the user hears, over a scripted conversation, per profile, with the stable prompt
+prefix the llama.cpp server can reuse and with that reuse defeated.
+
+    python -m benchmarks.turn [--profiles fast quality] [--turns 20] [--memories 1000] [--json]
+
+For each profile: the profile's local model on a llama.cpp server started here, a memory of
+``--memories`` varied stored records (the scale benchmark's templates, really embedded), and a
+fresh agent that gets ``--turns`` scripted user messages through ``Agent.respond``, one after
+another, as the TUI sends them. Per turn:
+
+* ``first_token_ms``: from ``respond`` being called (retrieval, recording and prompt building
+  included) to the first piece the LLM streams back;
+* ``first_sentence_ms``: to the moment the reply text the user sees holds a whole first
+  sentence (".", "!" or "?" then a space, or the end of the message).
+
+The conversation runs twice on copies of the same memory: once as the agent builds prompts
+(system instructions + core memory first and unchanged, so the server reuses the cached prefix),
+and once with a different first line in every prompt (``[request N]``), which defeats the reuse.
+``cache_speedup`` is the defeated first-sentence p50 over the cached one.
+
+``--json`` prints ``{"<profile>": {"first_token_ms": {"p50", "p95"}, "first_sentence_ms":
+{"p50", "p95"}, "cache_speedup", "defeated": {...the same two figures...}, "turns",
+"replied"}}``; otherwise a table. Progress goes to stderr.
+"""
+
+from __future__ import annotations
+
+import argparse
+import itertools
+import json
+import os
+import re
+import shutil
+import statistics
+import sys
+import tempfile
+import time
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+CONVERSATION = (
+    "Hi, I'm Sam. I just moved to Leeds for a new job.",
+    "My sister Beatrix lives in Porto; remember that, please.",
+    "What's a good way to keep track of houseplants?",
+    "Remind me what I told you about my sister.",
+    "I have a dentist appointment next Tuesday at 3.",
+    "Can you suggest a quick vegetarian dinner?",
+    "I prefer tea over coffee, by the way.",
+    "What do you know about me so far?",
+    "I'm learning Portuguese before visiting Beatrix.",
+    "Give me one tip for remembering new words.",
+    "My manager is called Priya.",
+    "What should I pack for a weekend in Porto?",
+    "I went running this morning, 5 kilometres.",
+    "How far did I run today?",
+    "Please keep my replies short from now on.",
+    "What's on my calendar next week?",
+    "I think I left my keys at the office.",
+    "Suggest a name for a grey cat.",
+    "Who is Priya?",
+    "Thanks, that's all for now.",
+)
+_SENTENCE_END = re.compile(r"[.!?](\s|$)")
+
+
+@dataclass
+class Timing:
+    first_token: list[float] = field(default_factory=list)
+    first_sentence: list[float] = field(default_factory=list)
+    replied: int = 0
+
+
+def log(message: str) -> None:
+    print(message, file=sys.stderr, flush=True)
+
+
+def percentiles(values: Sequence[float]) -> dict[str, float]:
+    ordered = sorted(values)
+    index = min(len(ordered) - 1, max(0, round(0.95 * (len(ordered) - 1))))
+    return {"p50": statistics.median(ordered), "p95": ordered[index]}
+
+
+class Clocked:
+    """The real client; notes when the first piece of each turn arrives, and (``defeat``)
+    puts a new first line in every prompt so no prefix can be reused."""
+
+    def __init__(self, client: Any, defeat: bool) -> None:
+        self.client = client
+        self.defeat = defeat
+        self.first_piece: float | None = None
+        self._requests = itertools.count(1)
+
+    def stream(self, messages: Sequence[dict[str, str]], **options: Any) -> Iterator[str]:
+        if self.defeat:
+            first = dict(messages[0])
+            first["content"] = f"[request {next(self._requests)}]\n{first['content']}"
+            messages = [first, *messages[1:]]
+        for piece in self.client.stream(messages, **options):
+            if self.first_piece is None:
+                self.first_piece = time.perf_counter()
+            yield piece
+
+    def complete(self, messages: Sequence[dict[str, str]], **options: Any) -> str:
+        text: str = self.client.complete(messages, **options)
+        return text
+
+
+def build_memory(folder: Path, count: int) -> None:
+    from benchmarks.retrieval_scale import memory_texts, real_embedder, record_metadata
+    from memory.stream import MemoryStream, NewMemory
+
+    embedder = real_embedder()
+    stream = MemoryStream(folder, embedder)
+    times, importances = record_metadata(count)
+    items = [
+        NewMemory(text, importance=importance, created_at=when)
+        for text, when, importance in zip(memory_texts(count), times, importances, strict=True)
+    ]
+    for start in range(0, len(items), 250):
+        stream.add_many(items[start : start + 250], merge_duplicates=False)
+    stream.close()
+
+
+def converse(settings: Any, client: Any, folder: Path, turns: int, defeat: bool) -> Timing:
+    from assistant.agent.events import UserText
+    from assistant.agent.session import open_agent, open_stores
+    from benchmarks.retrieval_scale import real_embedder
+
+    stores = open_stores(folder, real_embedder(), None, settings.agent.core_memory_chars)
+    clocked = Clocked(client, defeat)
+    agent = open_agent(settings, clocked, stores)
+    timing = Timing()
+    # One untimed turn first: the model's weights paged in, the cache holding the prefix.
+    agent.respond(UserText("Hello."))
+    try:
+        for text in itertools.islice(itertools.cycle(CONVERSATION), turns):
+            heard: list[str] = []
+            sentence_at: list[float] = []
+
+            def listen(piece: str, heard: list[str] = heard, at: list[float] = sentence_at) -> None:
+                heard.append(piece)
+                if not at and _SENTENCE_END.search("".join(heard)):
+                    at.append(time.perf_counter())
+
+            clocked.first_piece = None
+            started = time.perf_counter()
+            turn = agent.respond(UserText(text), on_text=listen)
+            ended = time.perf_counter()
+            if clocked.first_piece is not None:
+                timing.first_token.append((clocked.first_piece - started) * 1000)
+            if turn.reply:
+                timing.replied += 1
+                timing.first_sentence.append(((sentence_at or [ended])[0] - started) * 1000)
+            log(f"  {'defeated' if defeat else 'cached'}: {text[:40]!r} -> {turn.reply[:60]!r}")
+    finally:
+        stores.stream.close()
+    return timing
+
+
+def bench_profile(profile: str, turns: int, memories: int) -> dict[str, Any]:
+    from assistant.config import load_config
+    from assistant.llm.runtime import LLMRuntime
+
+    settings = load_config(flags={"profile": profile}).settings
+    with tempfile.TemporaryDirectory(prefix="turn-bench-") as scratch:
+        base = Path(scratch) / "memory"
+        started = time.perf_counter()
+        build_memory(base, memories)
+        log(f"[{profile}] {memories} memories stored in {time.perf_counter() - started:.0f} s")
+        with LLMRuntime(settings) as client:
+            results = {}
+            for defeat in (False, True):
+                folder = Path(scratch) / ("defeated" if defeat else "cached")
+                shutil.copytree(base, folder)
+                results[defeat] = converse(settings, client, folder, turns, defeat)
+    cached, defeated = results[False], results[True]
+    speedup = statistics.median(defeated.first_sentence) / statistics.median(cached.first_sentence)
+    return {
+        "first_token_ms": percentiles(cached.first_token),
+        "first_sentence_ms": percentiles(cached.first_sentence),
+        "cache_speedup": speedup,
+        "defeated": {
+            "first_token_ms": percentiles(defeated.first_token),
+            "first_sentence_ms": percentiles(defeated.first_sentence),
+        },
+        "turns": turns,
+        "replied": cached.replied,
+    }
+
+
+def table(report: dict[str, dict[str, Any]]) -> str:
+    lines = [
+        "| profile | first token p50 / p95 ms | first sentence p50 / p95 ms | "
+        "defeated: first sentence p50 / p95 ms | cache speedup | replied |",
+        "| --- | --- | --- | --- | --- | --- |",
+    ]
+    for profile, figures in report.items():
+        token, sentence = figures["first_token_ms"], figures["first_sentence_ms"]
+        defeated = figures["defeated"]["first_sentence_ms"]
+        lines.append(
+            f"| {profile} | {token['p50']:.0f} / {token['p95']:.0f} | "
+            f"{sentence['p50']:.0f} / {sentence['p95']:.0f} | "
+            f"{defeated['p50']:.0f} / {defeated['p95']:.0f} | "
+            f"{figures['cache_speedup']:.2f}x | {figures['replied']}/{figures['turns']} |"
+        )
+    return "\n".join(lines)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
+    parser.add_argument("--profiles", nargs="+", default=["fast", "quality"])
+    parser.add_argument("--turns", type=int, default=20)
+    parser.add_argument("--memories", type=int, default=1000)
+    parser.add_argument("--json", action="store_true", help="print one JSON object")
+    args = parser.parse_args(argv)
+    if args.turns < 1 or args.memories < 1:
+        parser.error("--turns and --memories must be at least 1")
+    os.environ.setdefault("HF_HUB_OFFLINE", "1")
+    report = {
+        profile: bench_profile(profile, args.turns, args.memories) for profile in args.profiles
+    }
+    print(json.dumps(report) if args.json else table(report))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,247 @@
+"""The master agent's loop with a scripted LLM, on real stores (LanceDB, the real embedder)."""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from assistant.agent.agent import FALLBACK_MESSAGE, Agent, AgentConfig, instructions
+from assistant.agent.context import MESSAGE_OVERHEAD_TOKENS, ContextConfig, ContextWindow
+from assistant.agent.events import HeartbeatTick, UserText, UserUtterance
+from assistant.agent.session import open_stores
+from assistant.agent.tools import Stores
+from assistant.llm.client import LLMContextOverflow, LLMReplyError, LLMUnavailable
+from assistant.llm.priority import BackgroundLLM, ForegroundGate
+from memory.embedder import OnnxSentenceEmbedder
+from tests.agent_helpers import ScriptedStream, action, say
+
+
+@pytest.fixture
+def stores(tmp_path: Path, embedder: OnnxSentenceEmbedder) -> Iterator[Stores]:
+    opened = open_stores(tmp_path / "data", embedder, None, core_memory_chars=400)
+    yield opened
+    opened.stream.close()
+
+
+def make_agent(
+    llm: ScriptedStream,
+    stores: Stores,
+    window: int = 4096,
+    reply_tokens: int = 256,
+    sleeps: list[float] | None = None,
+    **config: int,
+) -> Agent:
+    context = ContextWindow(
+        instructions(), stores.core, ContextConfig(window_tokens=window, reply_tokens=reply_tokens)
+    )
+    waits = sleeps if sleeps is not None else []
+    return Agent(llm, stores, context, AgentConfig(**config), sleep=waits.append)
+
+
+def recalled(stores: Stores) -> list[tuple[str, str]]:
+    return [(m.role, m.text) for m in stores.recall.recent(100)]
+
+
+def test_a_reply_streams_and_everything_is_recorded(stores: Stores) -> None:
+    llm = ScriptedStream(say('Hello "Sam"! Café \u2615 \U0001f600 ok'))
+    agent = make_agent(llm, stores)
+    pieces: list[str] = []
+    turn = agent.respond(UserText("Hi, I'm Sam."), on_text=pieces.append)
+    assert len(pieces) > 3 and "".join(pieces) == 'Hello "Sam"! Café \u2615 \U0001f600 ok'
+    assert turn.reply == "".join(pieces) and turn.error is None and not turn.interrupted
+    assert recalled(stores) == [("user", "Hi, I'm Sam."), ("assistant", turn.reply)]
+    texts = {r.text for r in stores.stream.list_memories(page_size=10).items}
+    assert texts == {"User: Hi, I'm Sam.", f"Brain OS: {turn.reply}"}
+    # The prompt: stable prefix with core memory, then the user's message.
+    prompt = llm.calls[0]
+    assert prompt[0]["role"] == "system" and "## Core memory" in prompt[0]["content"]
+    assert prompt[-1] == {"role": "user", "content": "Hi, I'm Sam."}
+
+
+def test_tools_chain_and_a_core_memory_edit_changes_the_next_prompt(stores: Stores) -> None:
+    llm = ScriptedStream(
+        action("core_memory_append", True, label="human", content="Name: Sam."),
+        say("Nice to meet you, Sam."),
+        action("core_memory_replace", True, label="human", old_content="Sam", new_content="Ann"),
+        say("Noted, Ann."),
+    )
+    agent = make_agent(llm, stores)
+    first = agent.respond(UserText("I'm Sam."))
+    assert [s.tool for s in first.steps] == ["core_memory_append", "send_message"]
+    assert "Name: Sam." not in llm.calls[0][0]["content"]
+    assert "Name: Sam." in llm.calls[1][0]["content"]  # the next step's prefix shows the edit
+    assert llm.calls[1][-1]["content"].startswith("[core_memory_append] human now holds")
+    agent.respond(UserText("Actually, call me Ann."))
+    assert llm.calls[2][0] == llm.calls[1][0]  # no edit between: byte-identical prefix
+    assert "Name: Ann." in llm.calls[3][0]["content"]
+    assert stores.core.blocks["human"].value == "Name: Ann."
+    tool_lines = [text for role, text in recalled(stores) if role == "tool"]
+    assert tool_lines[0].startswith('core_memory_append {"label": "human"')
+
+
+def test_a_failing_tool_is_reported_to_the_model(stores: Stores) -> None:
+    llm = ScriptedStream(
+        action("core_memory_replace", True, label="human", old_content="Bob", new_content="x"),
+        say("Sorry, nothing to change."),
+    )
+    turn = make_agent(llm, stores).respond(UserText("Rename Bob."))
+    assert turn.steps[0].failed and "old_content not found" in turn.steps[0].result
+    assert "[core_memory_replace] error: old_content not found" in llm.calls[1][-1]["content"]
+    assert turn.reply == "Sorry, nothing to change."
+
+
+def test_a_malformed_action_goes_back_to_the_model(stores: Stores) -> None:
+    llm = ScriptedStream('{"tool": "send_mess', action("shout", message="hi"), say("Fixed."))
+    turn = make_agent(llm, stores).respond(UserText("Hello"))
+    assert turn.reply == "Fixed." and len(llm.calls) == 3
+    assert "not valid JSON" in llm.calls[1][-1]["content"]
+    assert "unknown tool 'shout'" in llm.calls[2][-1]["content"]
+
+
+def test_endless_nonsense_ends_in_the_fallback_message(stores: Stores) -> None:
+    llm = ScriptedStream("I am not JSON at all")
+    pieces: list[str] = []
+    turn = make_agent(llm, stores, max_errors=2).respond(UserText("Hello"), on_text=pieces.append)
+    assert len(llm.calls) == 3 and turn.reply == FALLBACK_MESSAGE
+    assert pieces == [FALLBACK_MESSAGE]
+    assert recalled(stores)[-1] == ("assistant", FALLBACK_MESSAGE)
+
+
+def test_a_message_delivered_whole_counts_even_if_the_json_breaks_after_it(
+    stores: Stores,
+) -> None:
+    llm = ScriptedStream('{"tool": "send_message", "arguments": {"message": "All done."}, "requ')
+    turn = make_agent(llm, stores).respond(UserText("Status?"))
+    assert turn.reply == "All done." and len(llm.calls) == 1
+
+
+def test_cancel_mid_stream_keeps_the_delivered_part(stores: Stores) -> None:
+    llm = ScriptedStream(say("One two three four five six seven eight nine ten."), chunk=4)
+    cancel = threading.Event()
+    pieces: list[str] = []
+
+    def listen(piece: str) -> None:
+        pieces.append(piece)
+        if len("".join(pieces)) >= 12:
+            cancel.set()
+
+    agent = make_agent(llm, stores)
+    turn = agent.respond(UserText("Count."), on_text=listen, cancel=cancel)
+    delivered = "".join(pieces)
+    assert turn.interrupted and turn.reply == delivered + " [interrupted]"
+    assert len(delivered) < len("One two three four five six seven eight nine ten.")
+    assert recalled(stores)[-1] == ("assistant", delivered + " [interrupted]")
+    kept = json.loads(agent.context.fifo[-1]["content"])
+    assert kept["arguments"]["message"] == delivered + " [interrupted]"
+
+
+def test_an_endpoint_that_is_down_is_retried_with_back_off(stores: Stores) -> None:
+    down = LLMUnavailable("cannot reach the LLM at http://127.0.0.1:9/v1")
+    sleeps: list[float] = []
+    llm = ScriptedStream(down, down, down)
+    turn = make_agent(llm, stores, sleeps=sleeps).respond(UserText("Are you there?"))
+    assert turn.error == str(down) and turn.reply == "" and sleeps == [1.0, 2.0]
+    assert recalled(stores) == [("user", "Are you there?")]  # the message is kept
+    llm = ScriptedStream(down, say("Back again."))
+    assert make_agent(llm, stores).respond(UserText("And now?")).reply == "Back again."
+    broken = ScriptedStream(LLMReplyError("the LLM sent a reply with no message in it"))
+    assert make_agent(broken, stores).respond(UserText("?")).error is not None
+    assert len(broken.calls) == 1  # not an outage: not retried
+
+
+def test_context_overflow_flushes_and_retries_once(stores: Stores) -> None:
+    overflow = LLMContextOverflow("the prompt does not fit the context window")
+    llm = ScriptedStream(say("First."), overflow, say("Second."))
+    agent = make_agent(llm, stores)
+    agent.respond(UserText("One"))
+    turn = agent.respond(UserText("Two"))
+    assert turn.reply == "Second." and turn.flushed
+    assert agent.context.summary == "A summary." and len(llm.summaries) == 1
+    assert "user: One" in llm.summaries[0][-1]["content"]
+    assert llm.calls[2][1]["content"].startswith("Summary of earlier conversation:")
+    twice = ScriptedStream(overflow)
+    agent = make_agent(twice, stores)
+    agent.respond(UserText("Three"))
+    assert agent.respond(UserText("Four")).error == str(overflow) and len(twice.calls) == 4
+
+
+def test_memory_pressure_warns_then_evicts_into_a_recursive_summary(stores: Stores) -> None:
+    llm = ScriptedStream(say("Sure, noted: " + "details " * 20))
+    agent = make_agent(llm, stores, window=1400, reply_tokens=100)
+    warned_at = flushed_at = None
+    for number in range(12):
+        turn = agent.respond(UserText(f"Message {number}: " + "words " * 30))
+        prompt = llm.calls[-1]
+        if warned_at is None and any("[memory pressure]" in m["content"] for m in prompt):
+            warned_at = number
+        if turn.flushed and flushed_at is None:
+            flushed_at = number
+    assert warned_at is not None and flushed_at is not None and warned_at < flushed_at
+    assert len(llm.summaries) >= 2  # recursive: the second summary reads the first
+    assert "Summary so far:\nA summary." in llm.summaries[-1][-1]["content"]
+    count = agent.context.count
+    sent = [sum(count(m["content"]) + MESSAGE_OVERHEAD_TOKENS for m in call) for call in llm.calls]
+    assert max(sent) <= agent.context.budget
+    assert not any("Message 0:" in m["content"] for m in agent.context.fifo)
+    assert sum(1 for role, _ in recalled(stores) if role == "user") == 12  # evicted, not lost
+
+
+def test_events_other_than_speech_are_kept_in_recall_only(stores: Stores) -> None:
+    llm = ScriptedStream(say("Heard you."), say("Nothing due."))
+    agent = make_agent(llm, stores)
+    agent.respond(UserUtterance("turn of the lights", confidence=0.41))
+    assert "transcription may be wrong: 41%" in llm.calls[0][-1]["content"]
+    agent.respond(HeartbeatTick())
+    assert recalled(stores)[2][0] == "system" and "[heartbeat" in recalled(stores)[2][1]
+    assert len(stores.stream) == 3  # the utterance and the two replies
+
+
+def test_retrieved_memories_come_last_in_the_prompt(stores: Stores) -> None:
+    stores.stream.add("User: My sister Beatrix lives in Porto.", importance=7)
+    llm = ScriptedStream(say("In Porto."))
+    make_agent(llm, stores).respond(UserText("Where does my sister live?"))
+    last = llm.calls[0][-1]
+    assert last["role"] == "system" and last["content"].startswith("Relevant memories")
+    assert "Beatrix lives in Porto" in last["content"]
+
+
+def test_memories_already_in_view_are_not_retrieved_again(stores: Stores) -> None:
+    llm = ScriptedStream(say("Noted."), say("In Porto."))
+    agent = make_agent(llm, stores)
+    agent.respond(UserText("My sister Beatrix lives in Porto."))
+    agent.respond(UserText("Where does Beatrix live?"))
+    assert not any("Beatrix lives in Porto" in m["content"] for m in llm.calls[1][-1:])
+    agent.context.evict()  # the first exchange leaves the window...
+    agent.respond(UserText("Where does Beatrix live, again?"))
+    assert "Beatrix lives in Porto" in llm.calls[2][-1]["content"]  # ...and comes back
+
+
+def test_background_llm_work_waits_until_the_reply_is_done(stores: Stores) -> None:
+    gate = ForegroundGate()
+    order: list[str] = []
+
+    class Client:  # stands in for LLMClient where the rater calls it
+        def complete_json(self, messages: object, schema: object, **options: object) -> dict:
+            order.append("rating")
+            return {"importance": 3}
+
+    started = threading.Event()
+
+    def reply(messages: object) -> str:
+        started.set()
+        time.sleep(0.3)  # the rating is asked for meanwhile
+        order.append("reply")
+        return say("Done.")
+
+    background = BackgroundLLM(Client(), gate)  # type: ignore[arg-type]
+    rater = threading.Thread(target=lambda: started.wait(5) and background.complete_json([], {}))
+    rater.start()
+    context = ContextWindow(instructions(), stores.core)
+    Agent(ScriptedStream(reply), stores, context, gate=gate).respond(UserText("Hi"))
+    rater.join(5)
+    assert order == ["reply", "rating"] and not gate.busy

@@ -1,0 +1,110 @@
+"""The agent with the real local model (fast profile), real stores and the real embedder."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from assistant.agent.agent import Agent, AgentConfig, instructions
+from assistant.agent.context import ContextConfig, ContextWindow
+from assistant.agent.events import UserText
+from assistant.agent.session import open_stores
+from assistant.agent.tools import Search, Stores, by_name
+from assistant.llm.client import LLMClient, Message
+from memory.embedder import OnnxSentenceEmbedder
+from tests.agent_helpers import say
+
+pytestmark = pytest.mark.slow
+
+LUNCHES = ["soup", "a sandwich", "rice", "noodles", "salad", "pizza", "tacos", "curry"]
+
+
+class Recording:
+    """The real client, keeping every prompt it was sent; while ``filler`` is set, replies
+    come from the script instead (quick turns that only fill the context)."""
+
+    def __init__(self, client: LLMClient) -> None:
+        self.client = client
+        self.prompts: list[list[Message]] = []
+        self.filler: str | None = None
+
+    def stream(self, messages: Sequence[Message], **options: Any) -> Iterator[str]:
+        self.prompts.append([dict(m) for m in messages])
+        if self.filler is not None:
+            return iter([self.filler])
+        return self.client.stream(messages, **options)
+
+    def complete(self, messages: Sequence[Message], **options: Any) -> str:
+        return self.client.complete(messages, **options)
+
+
+@pytest.fixture
+def stores(tmp_path: Path, embedder: OnnxSentenceEmbedder) -> Iterator[Stores]:
+    opened = open_stores(tmp_path / "data", embedder, None, core_memory_chars=600)
+    yield opened
+    opened.stream.close()
+
+
+def test_a_fact_from_turn_1_is_retrieved_into_the_prompt_at_turn_25(
+    fast_llm: LLMClient, stores: Stores
+) -> None:
+    llm = Recording(fast_llm)
+    context = ContextWindow(
+        instructions(), stores.core, ContextConfig(window_tokens=1600, reply_tokens=160)
+    )
+    agent = Agent(llm, stores, context, AgentConfig(max_steps=2, max_errors=1))
+    fact = "My sister Beatrix lives in Porto and works as a marine biologist."
+    turns = [agent.respond(UserText(fact))]
+    # Turns 2-24 only fill the window: their replies are scripted (the model would take
+    # minutes over them); the summaries of evicted messages are the real model's.
+    llm.filler = say("Ok, noted.")
+    for number in range(2, 25):
+        lunch = LUNCHES[number % len(LUNCHES)]
+        turns.append(agent.respond(UserText(f"Day {number}: I had {lunch} for lunch today.")))
+    llm.filler = None
+    assert any(turn.flushed for turn in turns) and context.summary
+    asked = len(llm.prompts)
+    agent.respond(UserText("Where does my sister live?"))
+    prompt = llm.prompts[asked]
+    assert {"role": "user", "content": fact} not in context.fifo  # evicted from the FIFO...
+    assert prompt[-1]["content"].startswith("Relevant memories")
+    assert "Beatrix lives in Porto" in prompt[-1]["content"]  # ...and retrieved back
+    assert all(turn.error is None for turn in turns)
+    assert stores.recall.count() >= 48  # every message kept in recall storage
+
+
+def test_a_core_memory_replace_by_the_model_changes_the_next_prompt(
+    fast_llm: LLMClient, stores: Stores
+) -> None:
+    stores.core.append("human", "Name: Sam")
+    llm = Recording(fast_llm)
+    context = ContextWindow(instructions(), stores.core)
+    # Only core_memory_replace on offer: the grammar makes the model call it.
+    tools = [by_name()["core_memory_replace"]]
+    agent = Agent(llm, stores, context, AgentConfig(max_steps=2, max_errors=2), tools=tools)
+    turn = agent.respond(
+        UserText("My name is not Sam, it is Samuel. Replace Sam with Samuel in the human block.")
+    )
+    done = [s for s in turn.steps if s.tool == "core_memory_replace" and not s.failed]
+    assert done, turn
+    assert "Samuel" in stores.core.blocks["human"].value
+    agent.respond(UserText("Thanks."))
+    assert "Samuel" not in llm.prompts[0][0]["content"]
+    assert "Samuel" in llm.prompts[-1][0]["content"]  # the next prompt's core memory
+
+
+def test_recall_search_pages(stores: Stores) -> None:
+    for number in range(12):
+        stores.recall.append("user", f"Reminder {number}: water the tomato plants.")
+    stores.recall.append("user", "The car needs new tyres.")
+    run = by_name()["recall_search"].run
+    first = run(stores, Search(query="tomato plants", page=1))
+    third = run(stores, Search(query="tomato plants", page=3))
+    assert first.startswith("recall: showing 5 of ")
+    total = int(first.split(" of ")[1].split(" ")[0])
+    assert total >= 12 and f"(page 1/{-(-total // 5)})" in first
+    assert third.startswith(f"recall: showing {min(5, total - 10)} of {total} (page 3/")
+    assert "tomato" in first.splitlines()[1]
