@@ -201,13 +201,16 @@ def test_events_other_than_speech_are_kept_in_recall_only(stores: Stores) -> Non
     assert len(stores.stream) == 3  # the utterance and the two replies
 
 
-def test_retrieved_memories_come_last_in_the_prompt(stores: Stores) -> None:
+def test_retrieved_memories_come_just_before_the_event(stores: Stores) -> None:
     stores.stream.add("User: My sister Beatrix lives in Porto.", importance=7)
-    llm = ScriptedStream(say("In Porto."))
+    llm = ScriptedStream(action("memory_search", True, query="sister"), say("In Porto."))
     make_agent(llm, stores).respond(UserText("Where does my sister live?"))
-    last = llm.calls[0][-1]
-    assert last["role"] == "system" and last["content"].startswith("Relevant memories")
-    assert "Beatrix lives in Porto" in last["content"]
+    for call in llm.calls:  # every step of the event: memories, then the event, then the steps
+        memories = next(i for i, m in enumerate(call) if m["content"].startswith("Relevant"))
+        assert call[memories]["role"] == "system"
+        assert "Beatrix lives in Porto" in call[memories]["content"]
+        assert call[memories + 1] == {"role": "user", "content": "Where does my sister live?"}
+    assert llm.calls[1][: len(llm.calls[0])] == llm.calls[0]  # the second step extends the first
 
 
 def test_memories_already_in_view_are_not_retrieved_again(stores: Stores) -> None:
@@ -215,10 +218,10 @@ def test_memories_already_in_view_are_not_retrieved_again(stores: Stores) -> Non
     agent = make_agent(llm, stores)
     agent.respond(UserText("My sister Beatrix lives in Porto."))
     agent.respond(UserText("Where does Beatrix live?"))
-    assert not any("Beatrix lives in Porto" in m["content"] for m in llm.calls[1][-1:])
+    assert not any(m["content"].startswith("Relevant") for m in llm.calls[1])
     agent.context.evict()  # the first exchange leaves the window...
     agent.respond(UserText("Where does Beatrix live, again?"))
-    assert "Beatrix lives in Porto" in llm.calls[2][-1]["content"]  # ...and comes back
+    assert "Beatrix lives in Porto" in llm.calls[2][-2]["content"]  # ...and comes back
 
 
 def test_background_llm_work_waits_until_the_reply_is_done(stores: Stores) -> None:

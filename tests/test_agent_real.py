@@ -53,7 +53,7 @@ def test_a_fact_from_turn_1_is_retrieved_into_the_prompt_at_turn_25(
 ) -> None:
     llm = Recording(fast_llm)
     context = ContextWindow(
-        instructions(), stores.core, ContextConfig(window_tokens=1600, reply_tokens=160)
+        instructions(), stores.core, ContextConfig(window_tokens=2000, reply_tokens=160)
     )
     agent = Agent(llm, stores, context, AgentConfig(max_steps=2, max_errors=1))
     fact = "My sister Beatrix lives in Porto and works as a marine biologist."
@@ -70,8 +70,9 @@ def test_a_fact_from_turn_1_is_retrieved_into_the_prompt_at_turn_25(
     agent.respond(UserText("Where does my sister live?"))
     prompt = llm.prompts[asked]
     assert {"role": "user", "content": fact} not in context.fifo  # evicted from the FIFO...
-    assert prompt[-1]["content"].startswith("Relevant memories")
-    assert "Beatrix lives in Porto" in prompt[-1]["content"]  # ...and retrieved back
+    assert prompt[-2]["content"].startswith("Relevant memories")
+    assert "Beatrix lives in Porto" in prompt[-2]["content"]  # ...and retrieved back
+    assert prompt[-1] == {"role": "user", "content": "Where does my sister live?"}
     assert all(turn.error is None for turn in turns)
     assert stores.recall.count() >= 48  # every message kept in recall storage
 

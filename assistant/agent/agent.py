@@ -351,9 +351,10 @@ class Agent:
 
     def _record_event(self, event: Event, prompt: str) -> None:
         if from_user(event):
-            self.context.push({"role": "user", "content": prompt}, self._remember("user", prompt))
+            record_id = self._remember("user", prompt)
+            self.context.begin_event({"role": "user", "content": prompt}, record_id)
         else:
-            self.context.push({"role": "system", "content": prompt})
+            self.context.begin_event({"role": "system", "content": prompt})
             self._recall("system", prompt)
 
     def _remember(self, role: str, text: str) -> str | None:

@@ -49,6 +49,9 @@ class ContextWindow:
         # The memory-stream record each FIFO message was stored as (None: not stored there),
         # so retrieval can leave out what is already in view.
         self.record_ids: list[str | None] = []
+        # Where the event being handled starts in the FIFO: its retrieved memories go just
+        # before it (small models heed the last message most; the event should be it).
+        self.event_start = 0
 
     def prefix(self) -> Message:
         """System instructions + core memory: unchanged between turns unless core memory is."""
@@ -58,16 +61,18 @@ class ContextWindow:
         }
 
     def messages(self, retrieved: str = "") -> list[Message]:
-        """The prompt: prefix, summary, FIFO, then the memories retrieved for this event (last,
-        so what comes before them stays the same from one step to the next)."""
+        """The prompt: prefix, summary, the FIFO, with the memories retrieved for the current
+        event just before the event (so the steps of one event share everything before them,
+        and the next event only drops them)."""
         prompt = [self.prefix()]
         if self.summary:
             prompt.append(
                 {"role": "system", "content": f"Summary of earlier conversation:\n{self.summary}"}
             )
-        prompt.extend(self.fifo)
+        prompt.extend(self.fifo[: self.event_start])
         if retrieved:
             prompt.append({"role": "system", "content": retrieved})
+        prompt.extend(self.fifo[self.event_start :])
         return prompt
 
     def tokens(self, retrieved: str = "") -> int:
@@ -82,6 +87,11 @@ class ContextWindow:
     def pressure(self, retrieved: str = "") -> float:
         """How full the window is, 1.0 = no room left beside the reply."""
         return self.tokens(retrieved) / self.budget
+
+    def begin_event(self, message: Message, record_id: str | None = None) -> None:
+        """Push the message of a new event: what is retrieved for it goes before it."""
+        self.event_start = len(self.fifo)
+        self.push(message, record_id)
 
     def push(self, message: Message, record_id: str | None = None) -> None:
         self.fifo.append(message)
@@ -104,6 +114,7 @@ class ContextWindow:
             count += 1
         evicted, self.fifo = self.fifo[:count], self.fifo[count:]
         self.record_ids = self.record_ids[count:]
+        self.event_start = max(self.event_start - count, 0)
         return evicted
 
 
