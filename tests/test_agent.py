@@ -14,7 +14,7 @@ from assistant.agent.agent import FALLBACK_MESSAGE, Agent, AgentConfig, instruct
 from assistant.agent.context import MESSAGE_OVERHEAD_TOKENS, ContextConfig, ContextWindow
 from assistant.agent.events import HeartbeatTick, UserText, UserUtterance
 from assistant.agent.session import open_stores
-from assistant.agent.tools import Stores
+from assistant.agent.tools import Stores, action_schema
 from assistant.llm.client import LLMContextOverflow, LLMReplyError, LLMUnavailable
 from assistant.llm.priority import BackgroundLLM, ForegroundGate
 from memory.embedder import OnnxSentenceEmbedder
@@ -248,3 +248,19 @@ def test_background_llm_work_waits_until_the_reply_is_done(stores: Stores) -> No
     Agent(ScriptedStream(reply), stores, context, gate=gate).respond(UserText("Hi"))
     rater.join(5)
     assert order == ["reply", "rating"] and not gate.busy
+
+
+def test_two_messages_in_one_turn_are_apart_and_loops_stop(stores: Stores) -> None:
+    llm = ScriptedStream(say("One.", heartbeat=True), say("Two."))
+    pieces: list[str] = []
+    turn = make_agent(llm, stores).respond(UserText("Count"), on_text=pieces.append)
+    assert "".join(pieces) == "One.\nTwo." and turn.reply == "One.\nTwo."
+    looping = ScriptedStream(action("memory_search", True, query="keys"))
+    turn = make_agent(looping, stores).respond(UserText("Where are my keys?"))
+    assert len(looping.calls) == 2 and [s.tool for s in turn.steps] == ["memory_search"] * 2
+
+
+def test_the_schema_lets_no_step_follow_a_message() -> None:
+    alternatives = {a["properties"]["tool"]["const"]: a for a in action_schema()["anyOf"]}
+    assert alternatives["send_message"]["properties"]["request_heartbeat"] == {"const": False}
+    assert alternatives["recall_search"]["properties"]["request_heartbeat"] == {"type": "boolean"}

@@ -179,7 +179,7 @@ class Agent:
                 continue
             if not self._run(outcome, turn):
                 continue
-            if not outcome.request_heartbeat:
+            if not outcome.request_heartbeat or self._repeated(outcome, turn):
                 return turn
         if not turn.reply and from_user(event):
             self._say_fallback(turn, on_text)
@@ -198,6 +198,7 @@ class Agent:
         overflowed = False
         for attempt in range(1, self.config.attempts + 1):
             streamed = MessageStream()
+            separated = not turn.reply  # a second message this turn starts on a new line
             try:
                 for chunk in self.llm.stream(
                     self.context.messages(retrieved),
@@ -207,6 +208,9 @@ class Agent:
                 ):
                     piece = streamed.feed(chunk)
                     if piece:
+                        if not separated:
+                            on_text("\n")
+                            separated = True
                         on_text(piece)
                     if cancel.is_set():
                         self._interrupted(streamed.text, turn)
@@ -237,6 +241,12 @@ class Agent:
             if streamed.complete:  # the message reached the user whole: it was said
                 return Action("send_message", SendMessage(message=streamed.text), False)
             return error
+
+    @staticmethod
+    def _repeated(action: Action, turn: Turn) -> bool:
+        """A step that repeats one already taken this turn: the model is going round."""
+        this = (action.tool, action.arguments.model_dump())
+        return [(s.tool, s.arguments) for s in turn.steps].count(this) > 1
 
     def _run(self, action: Action, turn: Turn) -> bool:
         """Record and run the action; False when the tool failed (the model is told why)."""

@@ -189,7 +189,11 @@ def action_schema(tools: Sequence[Tool] = TOOLS) -> dict[str, Any]:
                 "properties": {
                     "tool": {"const": tool.name},
                     "arguments": tool.schema(),
-                    "request_heartbeat": {"type": "boolean"},
+                    # Speaking ends the step sequence: small models asked for another step
+                    # after a message and said the same thing again.
+                    "request_heartbeat": (
+                        {"const": False} if tool.name == "send_message" else {"type": "boolean"}
+                    ),
                 },
                 "required": ["tool", "arguments", "request_heartbeat"],
                 "additionalProperties": False,
