@@ -354,7 +354,7 @@ class Agent:
         shown = [m for m in found if m.record.id not in in_view][:wanted]
         if not shown:
             return ""
-        lines = [describe_memory(m.record.created_at, m.record.text) for m in shown]
+        lines = [describe_memory(m.record) for m in shown]
         return "Relevant memories (retrieved for this message):\n" + "\n".join(lines)
 
     # Records

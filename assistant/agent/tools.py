@@ -13,6 +13,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from assistant.agent.core_memory import CoreMemory
 from memory.archival import ArchivalStore
 from memory.recall import RecallStore
+from memory.records import MemoryRecord
 from memory.stream import MemoryStream
 
 PAGE_SIZE = 5
@@ -107,11 +108,11 @@ def _memory_search(stores: Stores, arguments: MemorySearch) -> str:
     found = stores.stream.retrieve(arguments.query, k=PAGE_SIZE)
     if not found:
         return "no memories found"
-    return "\n".join(describe_memory(m.record.created_at, m.record.text) for m in found)
+    return "\n".join(describe_memory(m.record) for m in found)
 
 
-def describe_memory(created_at: Any, text: str) -> str:
-    return f"- ({created_at.date().isoformat()}) {_snippet(text)}"
+def describe_memory(record: MemoryRecord) -> str:
+    return f"- ({record.created_at.date().isoformat()}) {_snippet(record.text)}"
 
 
 def _snippet(text: str) -> str:
