@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import asyncio
 import json
 import sys
 from collections.abc import Sequence
@@ -41,6 +42,13 @@ def build_parser() -> argparse.ArgumentParser:
     doctor = command("doctor", "load every part of the profile and prove that it works")
     doctor.add_argument("--json", action="store_true", help="print one JSON object")
     command("models", "assemble and verify the profile's model weights")
+    command("serve", "run the assistant service (clients start it when needed)")
+    command("chat", "talk to the assistant in this terminal (plain text, streamed)")
+    ask = command("ask", "send one message, print the reply, exit")
+    ask.add_argument("text", nargs="+", help="the message")
+    tasks = command("tasks", "list what the service is working on (does not start it)")
+    tasks.add_argument("--json", action="store_true", help="print one JSON object")
+    command("stop", "stop the assistant service")
     add_setting_flags(parser)
     return parser
 
@@ -59,6 +67,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         "config": _show_config,
         "doctor": _doctor,
         "models": _models,
+        "serve": _serve,
+        "chat": _chat,
+        "ask": _ask,
+        "tasks": _tasks,
+        "stop": _stop,
     }
     try:
         return handlers[args.command](loaded, args)
@@ -79,9 +92,40 @@ def _config_path(args: argparse.Namespace) -> Path | None:
 def _run_app(loaded: LoadedConfig, args: argparse.Namespace) -> int:
     from ui.app import BrainApp
 
-    app = BrainApp(loaded.settings)
+    app = BrainApp(loaded)
     app.run()
     return app.return_code or 0
+
+
+def _serve(loaded: LoadedConfig, args: argparse.Namespace) -> int:
+    from assistant.service.server import run_service
+
+    flags, config_file = flags_from_namespace(args), _config_path(args)
+    return run_service(loaded, lambda: load_config(flags, config_file=config_file))
+
+
+def _chat(loaded: LoadedConfig, args: argparse.Namespace) -> int:
+    from assistant.service.terminal import chat
+
+    return asyncio.run(chat(loaded))
+
+
+def _ask(loaded: LoadedConfig, args: argparse.Namespace) -> int:
+    from assistant.service.terminal import ask
+
+    return asyncio.run(ask(loaded, " ".join(args.text)))
+
+
+def _tasks(loaded: LoadedConfig, args: argparse.Namespace) -> int:
+    from assistant.service.terminal import tasks
+
+    return asyncio.run(tasks(loaded, args.json))
+
+
+def _stop(loaded: LoadedConfig, args: argparse.Namespace) -> int:
+    from assistant.service.terminal import stop
+
+    return asyncio.run(stop(loaded))
 
 
 def _show_config(loaded: LoadedConfig, args: argparse.Namespace) -> int:

@@ -16,6 +16,7 @@ APP_NAME = "brain-os"
 
 Profile = Literal["quality", "fast"]
 JsonMode = Literal["auto", "json_object_schema", "json_schema", "json_object"]
+ToolCalling = Literal["auto", "native", "json_action"]
 
 
 def default_data_dir() -> Path:
@@ -60,6 +61,12 @@ class LLMSettings(Section):
         "auto",
         description="How structured replies are requested: auto picks json_object_schema for "
         "the local server and json_schema for other endpoints.",
+    )
+    tool_calling: ToolCalling = Field(
+        "auto",
+        description="How the agent calls its tools: native (the endpoint's tool calls) or "
+        "json_action (one schema-held JSON object a step); auto picks json_action for the "
+        "local server and native for other endpoints.",
     )
 
 
@@ -111,6 +118,19 @@ class AgentSettings(Section):
     )
 
 
+class ServiceSettings(Section):
+    background: bool = Field(
+        False,
+        description="Keep the assistant service running after the last window or client "
+        "closes (it always stays while work is pending).",
+    )
+    runtime_dir: Path | None = Field(
+        None,
+        description="Folder for the service's socket. Empty: $XDG_RUNTIME_DIR/brain-os, "
+        "else /tmp/brain-os-<uid>.",
+    )
+
+
 class Settings(Section):
     profile: Profile = Field(
         "quality", description="Model profile: quality (default) or fast (smaller models)."
@@ -128,6 +148,7 @@ class Settings(Section):
     embedder: EmbedderSettings = Field(default_factory=EmbedderSettings)
     audio: AudioSettings = Field(default_factory=AudioSettings)
     agent: AgentSettings = Field(default_factory=AgentSettings)
+    service: ServiceSettings = Field(default_factory=ServiceSettings)
 
     @property
     def models_cache_dir(self) -> Path:

@@ -72,6 +72,10 @@ class ImportanceRater:
         self._idle.clear()
         self._queue.put((record_id, text))
 
+    def pending(self) -> int:
+        """Records waiting for a rating (the batch being rated not counted)."""
+        return self._queue.qsize()
+
     def wait_idle(self, timeout: float | None = None) -> bool:
         """True once every submitted record has been rated (or given its fallback)."""
         return self._idle.wait(timeout)

@@ -376,6 +376,10 @@ class MemoryStream:
     def wait_for_ratings(self, timeout: float | None = None) -> bool:
         return True if self._rater is None else self._rater.wait_idle(timeout)
 
+    def ratings_pending(self) -> int:
+        """New records still waiting for their importance rating."""
+        return self._rater.pending() if self._rater is not None else 0
+
     def rate_pending(self) -> int:
         """Queue every record still waiting for a rating (after a restart, or after the LLM
         failed); returns how many."""

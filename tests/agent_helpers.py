@@ -1,4 +1,5 @@
-"""Collaborators for agent tests: a scripted streaming LLM and action builders."""
+"""Collaborators for agent tests: scripted streaming LLMs (JSON action and native tool
+calling) and action builders."""
 
 from __future__ import annotations
 
@@ -6,8 +7,13 @@ import json
 from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
+from assistant.llm.client import StreamDelta, TextDelta, ToolCallDelta
+
 Messages = Sequence[dict[str, str]]
 StreamReply = str | Exception | Callable[[Messages], str]
+# Native replies: a str is plain content; a list of deltas (see ``call``) is streamed as given.
+Deltas = Sequence[StreamDelta]
+NativeReply = str | Deltas | Exception | Callable[[Messages], str | Deltas]
 
 
 def action(tool: str, heartbeat: bool = False, **arguments: Any) -> str:
@@ -16,6 +22,15 @@ def action(tool: str, heartbeat: bool = False, **arguments: Any) -> str:
 
 def say(message: str, heartbeat: bool = False) -> str:
     return action("send_message", heartbeat, message=message)
+
+
+def call(
+    tool: str, heartbeat: bool = False, *, index: int = 0, raw: str | None = None, **arguments: Any
+) -> list[StreamDelta]:
+    """A native tool call (its arguments' JSON carries request_heartbeat); ``raw`` replaces
+    the arguments' JSON, to break it."""
+    text = raw if raw is not None else json.dumps({**arguments, "request_heartbeat": heartbeat})
+    return [ToolCallDelta(index, f"call_{index}", tool), ToolCallDelta(index, arguments=text)]
 
 
 class ScriptedStream:
@@ -37,13 +52,20 @@ class ScriptedStream:
         temperature: float | None = None,
         schema: dict[str, Any] | None = None,
     ) -> Iterator[str]:
+        text = self._next(messages)
+        if not isinstance(text, str):
+            raise TypeError("a native reply was asked for as a JSON action")
+        yield from self._pieces(text)
+
+    def _next(self, messages: Messages) -> Any:
         self.calls.append([dict(m) for m in messages])
         reply = self.replies[min(len(self.calls) - 1, len(self.replies) - 1)]
         if isinstance(reply, Exception):
             raise reply
-        text = reply(messages) if callable(reply) else reply
-        for start in range(0, len(text), self.chunk):
-            yield text[start : start + self.chunk]
+        return reply(messages) if callable(reply) else reply
+
+    def _pieces(self, text: str) -> list[str]:
+        return [text[start : start + self.chunk] for start in range(0, len(text), self.chunk)]
 
     def complete(
         self,
@@ -54,3 +76,38 @@ class ScriptedStream:
     ) -> str:
         self.summaries.append([dict(m) for m in messages])
         return self.summary
+
+
+class ScriptedTools(ScriptedStream):
+    """A native tool-calling LLM, like ``LLMClient`` on a remote endpoint: ``stream_tools``
+    streams each reply (a str as plain content, or deltas from ``call``) with every text cut
+    into small chunks. Set ``tool_calling = "json_action"`` and it is driven like
+    ``ScriptedStream`` (str replies are then the action text)."""
+
+    def __init__(self, *replies: NativeReply, chunk: int = 7, summary: str = "A summary.") -> None:
+        super().__init__(*replies, chunk=chunk, summary=summary)  # type: ignore[arg-type]
+        self.tool_calling = "native"
+        self.offered: list[list[dict[str, Any]]] = []
+        self.schemas: list[dict[str, Any] | None] = []
+
+    def stream(self, messages: Messages, **options: Any) -> Iterator[str]:
+        self.schemas.append(options.get("schema"))
+        return super().stream(messages, **options)
+
+    def stream_tools(
+        self,
+        messages: Messages,
+        tools: Sequence[dict[str, Any]],
+        *,
+        max_tokens: int | None = None,
+        temperature: float | None = None,
+    ) -> Iterator[StreamDelta]:
+        self.offered.append(list(tools))
+        reply = self._next(messages)
+        for delta in [TextDelta(reply)] if isinstance(reply, str) else reply:
+            if isinstance(delta, TextDelta):
+                yield from (TextDelta(piece) for piece in self._pieces(delta.text))
+                continue
+            yield ToolCallDelta(delta.index, delta.id, delta.name)
+            for piece in self._pieces(delta.arguments):
+                yield ToolCallDelta(delta.index, arguments=piece)

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import os
+import shutil
+import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -10,7 +12,7 @@ import pytest
 
 os.environ["HF_HUB_OFFLINE"] = "1"
 
-from assistant.config import load_config
+from assistant.config import LoadedConfig, load_config
 from assistant.llm.client import LLMClient
 from assistant.llm.runtime import LLMRuntime
 from assistant.model_paths import ProfileModels
@@ -28,12 +30,28 @@ def session_cache(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return tmp_path_factory.mktemp("cache")
 
 
-def make_settings(profile: str, data_dir: Path, cache_dir: Path, **flags: str) -> Settings:
+def make_loaded(
+    profile: str, data_dir: Path, cache_dir: Path, config_text: str = "", **flags: str
+) -> LoadedConfig:
+    """Settings as the command line would load them: ``flags`` over a config file of its own
+    (``config_text``) next to ``data_dir``, the environment ignored."""
     given = {"profile": profile, "data_dir": str(data_dir), "cache_dir": str(cache_dir), **flags}
-    empty = data_dir.parent / "empty-config.toml"
-    empty.parent.mkdir(parents=True, exist_ok=True)
-    empty.write_text("", encoding="utf-8")
-    return load_config(flags=given, environ={}, config_file=empty).settings
+    config_file = data_dir.parent / "config.toml"
+    config_file.parent.mkdir(parents=True, exist_ok=True)
+    config_file.write_text(config_text, encoding="utf-8")
+    return load_config(flags=given, environ={}, config_file=config_file)
+
+
+def make_settings(profile: str, data_dir: Path, cache_dir: Path, **flags: str) -> Settings:
+    return make_loaded(profile, data_dir, cache_dir, **flags).settings
+
+
+@pytest.fixture
+def runtime_dir() -> Iterator[Path]:
+    """A short private folder for service sockets (their paths are capped at ~107 bytes)."""
+    path = Path(tempfile.mkdtemp(prefix="brt"))
+    yield path
+    shutil.rmtree(path, ignore_errors=True)
 
 
 @pytest.fixture(scope="session")

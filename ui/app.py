@@ -1,12 +1,11 @@
-"""The Brain OS terminal app."""
+"""The Brain OS terminal app: a window onto the assistant service."""
 
 from __future__ import annotations
 
 from textual.app import App
 from textual.binding import Binding
 
-from assistant.llm.runtime import LLMRuntime
-from assistant.settings import Settings
+from assistant.config import LoadedConfig
 from ui.screens.conversation import ConversationScreen
 
 
@@ -15,13 +14,20 @@ class BrainApp(App[None]):
     TITLE = "Brain OS"
     BINDINGS = [Binding("ctrl+q", "quit", "Quit", priority=True)]
 
-    def __init__(self, settings: Settings, runtime: LLMRuntime | None = None) -> None:
+    def __init__(self, loaded: LoadedConfig) -> None:
         super().__init__()
-        self.settings = settings
-        self.runtime = runtime or LLMRuntime(settings)
+        self.loaded = loaded
+        # What the service said when this window left: whether it keeps running, and why.
+        self.farewell: str | None = None
 
     def on_mount(self) -> None:
-        self.push_screen(ConversationScreen(self.runtime))
+        self.push_screen(ConversationScreen(self.loaded))
 
-    def on_unmount(self) -> None:
-        self.runtime.close()
+    async def action_quit(self) -> None:
+        screen = self.screen
+        left = await screen.leave() if isinstance(screen, ConversationScreen) else None
+        if left is not None and left.stays:
+            self.farewell = (
+                f"The Brain OS service keeps running ({left.reason}); `brain stop` stops it."
+            )
+        self.exit(message=self.farewell)

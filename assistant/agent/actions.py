@@ -54,6 +54,26 @@ def parse_action(text: str, tools: Mapping[str, Tool]) -> Action:
     return _action(value, tools)
 
 
+def parse_call(name: str, arguments: str, tools: Mapping[str, Tool]) -> Action:
+    """A native tool call: the tool's name and its JSON arguments, ``request_heartbeat``
+    among them; problems become the same errors as in an action object."""
+    _tool(name, tools)
+    text = arguments.strip() or "{}"
+    try:
+        value = json.loads(text)
+    except json.JSONDecodeError as error:
+        raise ActionError(
+            f"the arguments of {name} are not valid JSON ({error.msg} at character "
+            f"{error.pos}): {_quote(text)}"
+        ) from None
+    except RecursionError:
+        raise ActionError(f"the arguments of {name} are nested too deeply to read") from None
+    if not isinstance(value, dict):
+        raise ActionError(f"the arguments of {name} must be a JSON object")
+    heartbeat = value.pop("request_heartbeat", False)
+    return _action({"tool": name, "arguments": value, "request_heartbeat": heartbeat}, tools)
+
+
 def _json(text: str) -> Any:
     """The reply's JSON; an object wrapped in prose or a Markdown code fence (endpoints that
     are not held to a grammar do that) is read from its first "{" to its last "}"."""
@@ -71,13 +91,18 @@ def _json(text: str) -> Any:
         raise
 
 
-def _action(value: dict[str, Any], tools: Mapping[str, Tool]) -> Action:
-    name = value.get("tool")
+def _tool(name: object, tools: Mapping[str, Tool]) -> Tool:
     if not isinstance(name, str) or not name:
         raise ActionError(f'"tool" must name one of: {", ".join(tools)}')
     tool = tools.get(name)
     if tool is None:
         raise ActionError(f"unknown tool {_quote(name)}; tools: {', '.join(tools)}")
+    return tool
+
+
+def _action(value: dict[str, Any], tools: Mapping[str, Tool]) -> Action:
+    name = value.get("tool")
+    tool = _tool(name, tools)
     arguments = value.get("arguments", {})
     if not isinstance(arguments, dict):
         raise ActionError(f'"arguments" of {name} must be a JSON object')
@@ -92,7 +117,7 @@ def _action(value: dict[str, Any], tools: Mapping[str, Tool]) -> Action:
     heartbeat = value.get("request_heartbeat", False)
     if not isinstance(heartbeat, bool):
         raise ActionError('"request_heartbeat" must be true or false')
-    return Action(name, parsed, heartbeat)
+    return Action(tool.name, parsed, heartbeat)
 
 
 def _quote(text: str) -> str:

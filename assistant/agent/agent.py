@@ -15,12 +15,12 @@ import logging
 import threading
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Any, Protocol, runtime_checkable
 
-from assistant.agent.actions import Action, ActionError, parse_action
+from assistant.agent.actions import Action, ActionError
 from assistant.agent.context import ContextWindow, transcript
 from assistant.agent.events import Event, from_user
-from assistant.agent.streaming import MessageStream
+from assistant.agent.streaming import ReplyStream
 from assistant.agent.tools import (
     TOOLS,
     SendMessage,
@@ -30,8 +30,17 @@ from assistant.agent.tools import (
     by_name,
     describe_memory,
     describe_tools,
+    native_tools,
 )
-from assistant.llm.client import LLMContextOverflow, LLMError, LLMUnavailable, Message
+from assistant.llm.client import (
+    LLMContextOverflow,
+    LLMError,
+    LLMUnavailable,
+    Message,
+    StreamDelta,
+    TextDelta,
+    ToolSpec,
+)
 from assistant.llm.priority import ForegroundGate
 from memory.scoring import RetrievalWeights
 from memory.stream import MemoryRequestError
@@ -62,6 +71,25 @@ class AgentLLM(Protocol):
         max_tokens: int | None = None,
         temperature: float | None = None,
     ) -> str: ...
+
+
+@runtime_checkable
+class ToolCallingLLM(AgentLLM, Protocol):
+    """An LLM that can also offer the tools as native tool calls (``LLMClient``). Whether it
+    does is ``tool_calling`` ("native" or "json_action"), read every step, so it may change
+    while the agent runs; any other ``AgentLLM`` is driven through the JSON action."""
+
+    @property
+    def tool_calling(self) -> str: ...
+
+    def stream_tools(
+        self,
+        messages: Sequence[Message],
+        tools: Sequence[ToolSpec],
+        *,
+        max_tokens: int | None = None,
+        temperature: float | None = None,
+    ) -> Iterator[StreamDelta]: ...
 
 
 @dataclass(frozen=True)
@@ -112,7 +140,9 @@ def instructions(tools: Sequence[Tool] = TOOLS) -> str:
         "Each step you write exactly one JSON object: "
         '{"tool": <name>, "arguments": {...}, "request_heartbeat": false}. '
         "To talk to the user, use send_message. Set request_heartbeat to true only when you "
-        "need another step after this one (for example to search, then answer).\n\n"
+        "need another step after this one (for example to search, then answer). Where the "
+        "tools are offered to you as functions, call one instead, with the same arguments "
+        "and request_heartbeat.\n\n"
         "Your memory: core memory (below) is always in view; keep what you learn about the "
         "user there with core_memory_append and core_memory_replace. Older messages leave "
         "this window, but recall_search finds them. archival_insert and archival_search keep "
@@ -140,6 +170,7 @@ class Agent:
         self.config = config
         self.tools = by_name(tools)
         self.schema = action_schema(tools)
+        self.native_tools = native_tools(tools)
         self.conversation_id = conversation_id
         self._warned = False
         self._sleep = sleep
@@ -196,17 +227,13 @@ class Agent:
     ) -> Action | ActionError | None:
         """Ask for one action, streaming its message; None when there is none to act on."""
         overflowed = False
+        native = self._native_llm()
         for attempt in range(1, self.config.attempts + 1):
-            streamed = MessageStream()
+            streamed = ReplyStream(native is not None)
             separated = not turn.reply  # a second message this turn starts on a new line
             try:
-                for chunk in self.llm.stream(
-                    self.context.messages(retrieved),
-                    max_tokens=self.context.config.reply_tokens,
-                    temperature=self.config.temperature,
-                    schema=self.schema,
-                ):
-                    piece = streamed.feed(chunk)
+                for delta in self._ask(retrieved, native):
+                    piece = streamed.feed(delta)
                     if piece:
                         if not separated:
                             on_text("\n")
@@ -235,12 +262,33 @@ class Agent:
         else:
             self._failed(turn, "the LLM gave no usable reply")
             return None
-        try:
-            return parse_action(streamed.raw, self.tools)
-        except ActionError as error:
-            if streamed.complete:  # the message reached the user whole: it was said
-                return Action("send_message", SendMessage(message=streamed.text), False)
-            return error
+        said, outcome = streamed.finish(self.tools)
+        if said:  # plain text written ahead of a tool call: it was said, and the call follows
+            self._run(Action("send_message", SendMessage(message=said), True), turn)
+        return outcome
+
+    def _native_llm(self) -> ToolCallingLLM | None:
+        """The LLM when the tools go to it as native tool calls (asked anew each step)."""
+        llm = self.llm
+        return llm if isinstance(llm, ToolCallingLLM) and llm.tool_calling == "native" else None
+
+    def _ask(self, retrieved: str, native: ToolCallingLLM | None) -> Iterator[StreamDelta]:
+        """The step's reply as it streams: with the tools offered natively, or (no ``native``)
+        held to the action schema, its text as content."""
+        messages = self.context.messages(retrieved)
+        max_tokens = self.context.config.reply_tokens
+        if native is not None:
+            yield from native.stream_tools(
+                messages,
+                self.native_tools,
+                max_tokens=max_tokens,
+                temperature=self.config.temperature,
+            )
+            return
+        for chunk in self.llm.stream(
+            messages, max_tokens=max_tokens, temperature=self.config.temperature, schema=self.schema
+        ):
+            yield TextDelta(chunk)
 
     @staticmethod
     def _repeated(action: Action, turn: Turn) -> bool:
@@ -385,10 +433,11 @@ class Agent:
             log.warning("could not add to recall storage: %s", error)
 
     def _note_error(self, message: str) -> None:
+        wanted = "tool call" if self._native_llm() is not None else "JSON action"
         self.context.push(
             {
                 "role": "system",
-                "content": f"[error] {message}. Reply again with one valid JSON action.",
+                "content": f"[error] {message}. Reply again with one valid {wanted}.",
             }
         )
 

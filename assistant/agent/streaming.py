@@ -1,12 +1,24 @@
-"""Pulling the user-facing text out of an action object while the model is still writing it,
-so a send_message reaches the screen and the speaker token by token."""
+"""Reading one step's reply while the model is still writing it, so a send_message reaches the
+screen and the speaker token by token: the text is pulled out of an action object, out of a
+native send_message call's arguments, or is the reply's plain content itself."""
 
 from __future__ import annotations
 
 import json
+import logging
 import re
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+
+from assistant.agent.actions import Action, ActionError, parse_action, parse_call
+from assistant.agent.tools import SendMessage, Tool
+from assistant.llm.client import StreamDelta, TextDelta, ToolCallDelta
+
+log = logging.getLogger(__name__)
 
 _MESSAGE_START = re.compile(r'"tool"\s*:\s*"send_message".*?"message"\s*:\s*"', re.DOTALL)
+# In a native send_message call the arguments are {"message": "...", "request_heartbeat": ...}.
+_ARGUMENT_START = re.compile(r'"message"\s*:\s*"')
 _HIGH_SURROGATES = ("d8", "d9", "da", "db")
 _ESCAPES = {'"': '"', "\\": "\\", "/": "/", "b": "\b", "f": "\f", "n": "\n", "r": "\r", "t": "\t"}
 
@@ -15,24 +27,124 @@ class MessageStream:
     """Feed it the raw chunks of one action; it returns the newly decoded part of the
     send_message text each time (empty while there is none)."""
 
-    def __init__(self) -> None:
+    def __init__(self, start: re.Pattern[str] = _MESSAGE_START) -> None:
         self.raw = ""
         self.text = ""
         self.complete = False
+        self._start = start
         self._position: int | None = None
+
+    @classmethod
+    def of_arguments(cls) -> MessageStream:
+        """For the arguments of a native send_message call rather than a whole action."""
+        return cls(_ARGUMENT_START)
 
     def feed(self, chunk: str) -> str:
         self.raw += chunk
         if self.complete:
             return ""
         if self._position is None:
-            found = _MESSAGE_START.search(self.raw)
+            found = self._start.search(self.raw)
             if found is None:
                 return ""
             self._position = found.end()
         decoded, self._position, self.complete = _decode(self.raw, self._position)
         self.text += decoded
         return decoded
+
+
+@dataclass
+class _Call:
+    name: str = ""
+    arguments: str = ""
+
+
+class ReplyStream:
+    """One step's reply as it streams, in the form the LLM was asked for.
+
+    JSON action (``native`` False): the content is the action object, and its send_message
+    text is shown as it is written. Native tool calling: plain content is shown as it comes
+    and counts as a send_message; content that starts with "{" is read as an action object
+    instead (the model may imitate the history, which keeps actions in that form); the first
+    tool call is the action, a send_message call's text shown while its arguments arrive.
+    """
+
+    def __init__(self, native: bool) -> None:
+        # Everything shown to the user so far.
+        self.text = ""
+        self._content = MessageStream()
+        # Whether the content is plain text (native only; known at its first visible char).
+        self._prose: bool | None = None if native else False
+        self._prose_text = ""
+        self._calls: dict[int, _Call] = {}
+        self._message: MessageStream | None = None
+        self._shown_from: type | None = None
+
+    def feed(self, delta: StreamDelta) -> str:
+        """Take the next piece of the reply; returns the text to show now (often empty)."""
+        if isinstance(delta, TextDelta):
+            piece = self._feed_content(delta.text)
+        else:
+            piece = self._feed_call(delta)
+        if not piece:
+            return ""
+        if self.text and self._shown_from is not type(delta):  # text from a second source
+            piece = "\n" + piece
+        self._shown_from = type(delta)
+        self.text += piece
+        return piece
+
+    def finish(self, tools: Mapping[str, Tool]) -> tuple[str, Action | ActionError]:
+        """What the reply comes to: the text said ahead of a tool call (empty if none), and
+        the action to take, or what is wrong with it."""
+        if not self._calls:
+            if self._prose:  # plain text: a message
+                message = SendMessage(message=self._prose_text.strip())
+                return "", Action("send_message", message, False)
+            raw = self._content.raw
+            return "", _outcome(lambda: parse_action(raw, tools), self._content)
+        first, *rest = self._calls.values()
+        if rest:
+            log.warning(
+                "the model called %d tools in one reply; acting on %s only, not on %s",
+                len(self._calls),
+                first.name,
+                ", ".join(call.name for call in rest),
+            )
+        said = self._prose_text.strip() if self._prose else self._content.text
+        return said, _outcome(lambda: parse_call(first.name, first.arguments, tools), self._message)
+
+    def _feed_content(self, text: str) -> str:
+        if self._prose is None:
+            text = text.lstrip()
+            if not text:
+                return ""
+            self._prose = not text.startswith("{")
+        if self._prose:
+            self._prose_text += text
+            return text
+        return self._content.feed(text)
+
+    def _feed_call(self, delta: ToolCallDelta) -> str:
+        call = self._calls.setdefault(delta.index, _Call())
+        if delta.name and delta.name != call.name:  # some servers repeat the name each time
+            call.name += delta.name
+        call.arguments += delta.arguments
+        if call is not next(iter(self._calls.values())) or call.name != "send_message":
+            return ""
+        if self._message is None:  # the name may come whole only after some arguments
+            self._message = MessageStream.of_arguments()
+            return self._message.feed(call.arguments)
+        return self._message.feed(delta.arguments)
+
+
+def _outcome(parse: Callable[[], Action], message: MessageStream | None) -> Action | ActionError:
+    try:
+        return parse()
+    except ActionError as error:
+        if message is not None and message.complete:  # it reached the user whole: it was said
+            return Action("send_message", SendMessage(message=message.text), False)
+        return error
 
 
 def _decode(raw: str, position: int) -> tuple[str, int, bool]:

@@ -165,11 +165,13 @@ def by_name(tools: Sequence[Tool] = TOOLS) -> dict[str, Tool]:
     return {tool.name: tool for tool in tools}
 
 
-def strict_schema(schema: dict[str, Any]) -> dict[str, Any]:
-    """A pydantic schema as a grammar-friendly, strict JSON schema: no titles, every property
-    required, no extra properties, in declaration order."""
+def strict_schema(schema: dict[str, Any], descriptions: bool = False) -> dict[str, Any]:
+    """A pydantic schema as a grammar-friendly, strict JSON schema: no titles (nor
+    descriptions, unless asked for), every property required, no extra properties, in
+    declaration order."""
+    dropped = ("title",) if descriptions else ("title", "description")
     properties = {
-        name: {k: v for k, v in spec.items() if k not in ("title", "description")}
+        name: {k: v for k, v in spec.items() if k not in dropped}
         for name, spec in schema["properties"].items()
     }
     return {
@@ -202,6 +204,35 @@ def action_schema(tools: Sequence[Tool] = TOOLS) -> dict[str, Any]:
             for tool in tools
         ]
     }
+
+
+def native_tools(tools: Sequence[Tool] = TOOLS) -> list[dict[str, Any]]:
+    """The tools as native function definitions (the chat-completions ``tools``): each one's
+    arguments plus MemGPT's boolean ``request_heartbeat``. Plain types only (no ``const``):
+    endpoints differ in how much JSON schema they accept."""
+    specs = []
+    for tool in tools:
+        parameters = strict_schema(tool.arguments.model_json_schema(), descriptions=True)
+        parameters["properties"]["request_heartbeat"] = {
+            "type": "boolean",
+            "description": (
+                "Always false: a message ends your turn."
+                if tool.name == "send_message"
+                else "true to take another step after this one (e.g. to answer with what it found)."
+            ),
+        }
+        parameters["required"].append("request_heartbeat")
+        specs.append(
+            {
+                "type": "function",
+                "function": {
+                    "name": tool.name,
+                    "description": tool.description,
+                    "parameters": parameters,
+                },
+            }
+        )
+    return specs
 
 
 def describe_tools(tools: Sequence[Tool] = TOOLS) -> str:

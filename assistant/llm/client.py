@@ -12,10 +12,12 @@ from typing import Any, cast
 
 import openai
 
-from assistant.settings import JsonMode
+from assistant.settings import JsonMode, ToolCalling
 
 Message = dict[str, str]
 JsonSchema = dict[str, Any]
+# One tool as the chat-completions API takes it: {"type": "function", "function": {...}}.
+ToolSpec = dict[str, Any]
 
 
 class LLMError(Exception):
@@ -39,6 +41,27 @@ _OVERFLOW_WORDS = ("context window", "context length", "maximum context", "too m
 
 
 @dataclass(frozen=True)
+class TextDelta:
+    """A piece of the reply's plain content."""
+
+    text: str
+
+
+@dataclass(frozen=True)
+class ToolCallDelta:
+    """A piece of a native tool call: the call's index in the reply, its id and name (in the
+    first piece, usually), and the next fragment of its JSON arguments."""
+
+    index: int
+    id: str | None = None
+    name: str | None = None
+    arguments: str = ""
+
+
+StreamDelta = TextDelta | ToolCallDelta
+
+
+@dataclass(frozen=True)
 class Endpoint:
     base_url: str
     model: str
@@ -52,13 +75,22 @@ class Endpoint:
 
 class LLMClient:
     def __init__(
-        self, endpoint: Endpoint, timeout_s: float = 120.0, json_mode: JsonMode = "auto"
+        self,
+        endpoint: Endpoint,
+        timeout_s: float = 120.0,
+        json_mode: JsonMode = "auto",
+        tool_calling: ToolCalling = "auto",
     ) -> None:
         self.endpoint = endpoint
         self.timeout_s = timeout_s
         self.json_mode: JsonMode = json_mode
         if json_mode == "auto":
             self.json_mode = "json_object_schema" if endpoint.is_local else "json_schema"
+        # The local llama.cpp server ignores tool_choice="auto": its tools are driven through
+        # a schema-held JSON action instead (the agent reads this).
+        self.tool_calling: ToolCalling = tool_calling
+        if tool_calling == "auto":
+            self.tool_calling = "json_action" if endpoint.is_local else "native"
         self._client = openai.OpenAI(
             base_url=endpoint.base_url,
             # Local servers and some proxies need no key, but the client insists on one.
@@ -122,21 +154,42 @@ class LLMClient:
         schema: JsonSchema | None = None,
     ) -> Iterator[str]:
         """The reply, piece by piece, as the model writes it (held to ``schema`` if given)."""
-        chunks = self._create(
+        for delta in self._deltas(
             messages,
             max_tokens=max_tokens,
             temperature=temperature,
-            stream=True,
             response_format=self._response_format(schema) if schema is not None else None,
-        )
-        try:
-            for chunk in chunks:
-                if chunk.choices and chunk.choices[0].delta.content:
-                    yield chunk.choices[0].delta.content
-        except openai.APIError as error:
-            raise self._describe(error) from None
-        finally:
-            chunks.close()
+        ):
+            if delta.content:
+                yield delta.content
+
+    def stream_tools(
+        self,
+        messages: Sequence[Message],
+        tools: Sequence[ToolSpec],
+        *,
+        max_tokens: int | None = None,
+        temperature: float | None = None,
+    ) -> Iterator[StreamDelta]:
+        """The reply with native tool calling offered (``tool_choice="auto"``), piece by piece:
+        plain content and tool-call fragments, as the model writes them."""
+        for delta in self._deltas(
+            messages,
+            max_tokens=max_tokens,
+            temperature=temperature,
+            tools=list(tools),
+            tool_choice="auto",
+        ):
+            if delta.content:
+                yield TextDelta(delta.content)
+            for call in delta.tool_calls or ():
+                function = call.function
+                yield ToolCallDelta(
+                    index=call.index if isinstance(call.index, int) else 0,
+                    id=call.id or None,
+                    name=(function.name or None) if function else None,
+                    arguments=(function.arguments or "") if function else "",
+                )
 
     def ping(self) -> list[str]:
         """The model names the endpoint offers (also proves it is reachable)."""
@@ -144,6 +197,18 @@ class LLMClient:
             return [model.id for model in self._client.models.list()]
         except openai.APIError as error:
             raise self._describe(error) from None
+
+    def _deltas(self, messages: Sequence[Message], **options: Any) -> Iterator[Any]:
+        """The streamed reply's deltas (the first choice's), failures described."""
+        chunks = self._create(messages, stream=True, **options)
+        try:
+            for chunk in chunks:
+                if chunk.choices:
+                    yield chunk.choices[0].delta
+        except openai.APIError as error:
+            raise self._describe(error) from None
+        finally:
+            chunks.close()
 
     def _response_format(self, schema: JsonSchema) -> dict[str, Any]:
         if self.json_mode == "json_object_schema":

@@ -10,7 +10,8 @@ from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any
 
-from assistant.llm.client import JsonSchema, LLMClient, Message
+from assistant.llm.client import JsonSchema, Message
+from memory.llm import StructuredLLM
 
 # The longest background work waits for the foreground before going ahead anyway (a reply
 # stuck for minutes must not starve the ratings for ever).
@@ -49,7 +50,7 @@ class ForegroundGate:
 class BackgroundLLM:
     """The client as background work sees it: each request waits for the gate first."""
 
-    def __init__(self, client: LLMClient, gate: ForegroundGate) -> None:
+    def __init__(self, client: StructuredLLM, gate: ForegroundGate) -> None:
         self.client = client
         self.gate = gate
 

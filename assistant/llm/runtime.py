@@ -61,7 +61,12 @@ class LLMRuntime:
                 raise LLMServerError("the app is shutting down")
             base_url = self.server.start()
             endpoint = Endpoint(base_url, alias, None, is_local=True)
-        self.client = LLMClient(endpoint, timeout_s=llm.timeout_s, json_mode=llm.json_mode)
+        self.client = LLMClient(
+            endpoint,
+            timeout_s=llm.timeout_s,
+            json_mode=llm.json_mode,
+            tool_calling=llm.tool_calling,
+        )
         return self.client
 
     def stop(self) -> None:

@@ -5,12 +5,16 @@ from __future__ import annotations
 import json
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Literal
 
-Behaviour = Literal["ok", "error500", "slow", "not_json", "stream"]
+Behaviour = Literal["ok", "error500", "slow", "not_json", "stream", "slow_stream", "script"]
+# Seconds between the words of a "slow_stream" reply.
+SLOW_WORD_S = 0.15
+# One scripted streamed reply ("script"): the ``delta`` of each chunk, in order.
+Script = Sequence[dict[str, object]]
 
 
 def completion(content: str) -> dict[str, object]:
@@ -31,9 +35,13 @@ def completion(content: str) -> dict[str, object]:
 
 
 class ScriptedEndpoint:
-    def __init__(self, behaviour: Behaviour, reply: str = "scripted reply") -> None:
+    def __init__(
+        self, behaviour: Behaviour, reply: str = "scripted reply", script: Sequence[Script] = ()
+    ) -> None:
         self.behaviour = behaviour
         self.reply = reply
+        # "script": the n-th request gets the n-th reply (the last one repeats).
+        self.script = list(script)
         self.requests: list[dict[str, object]] = []
 
     def handler(self) -> type[BaseHTTPRequestHandler]:
@@ -57,8 +65,11 @@ class ScriptedEndpoint:
                     self._json(200, completion(endpoint.reply))
                 elif endpoint.behaviour == "not_json":
                     self._json(200, completion("this is {not json"))
+                elif endpoint.behaviour == "script":
+                    script = endpoint.script
+                    self._deltas(script[min(len(endpoint.requests), len(script)) - 1])
                 elif body.get("stream"):
-                    self._stream(endpoint.reply)
+                    self._stream(endpoint.reply, endpoint.behaviour == "slow_stream")
                 else:
                     self._json(200, completion(endpoint.reply))
 
@@ -70,20 +81,26 @@ class ScriptedEndpoint:
                 self.end_headers()
                 self.wfile.write(data)
 
-            def _stream(self, text: str) -> None:
+            def _stream(self, text: str, slowly: bool) -> None:
+                self._deltas([{"content": word + " "} for word in text.split(" ")], slowly)
+
+            def _deltas(self, deltas: Script, slowly: bool = False) -> None:
+                """An SSE chat-completion stream, one chunk per delta."""
                 self.send_response(200)
                 self.send_header("Content-Type", "text/event-stream")
                 self.end_headers()
-                for word in text.split(" "):
+                for delta in deltas:
                     chunk = {
                         "id": "c",
                         "object": "chat.completion.chunk",
                         "created": 0,
                         "model": "scripted",
-                        "choices": [{"index": 0, "delta": {"content": word + " "}}],
+                        "choices": [{"index": 0, "delta": delta}],
                     }
                     self.wfile.write(f"data: {json.dumps(chunk)}\n\n".encode())
                     self.wfile.flush()
+                    if slowly:
+                        time.sleep(SLOW_WORD_S)
                 self.wfile.write(b"data: [DONE]\n\n")
 
         return Handler
@@ -91,10 +108,10 @@ class ScriptedEndpoint:
 
 @contextmanager
 def scripted_endpoint(
-    behaviour: Behaviour, reply: str = "scripted reply"
+    behaviour: Behaviour, reply: str = "scripted reply", script: Sequence[Script] = ()
 ) -> Iterator[tuple[str, ScriptedEndpoint]]:
     """Yields the base URL (…/v1) of a running scripted endpoint."""
-    endpoint = ScriptedEndpoint(behaviour, reply)
+    endpoint = ScriptedEndpoint(behaviour, reply, script)
     server = ThreadingHTTPServer(("127.0.0.1", 0), endpoint.handler())
     thread = threading.Thread(target=server.serve_forever, daemon=True)
     thread.start()

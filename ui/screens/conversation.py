@@ -1,9 +1,10 @@
-"""The conversation screen: type, read the reply as it streams, see what the model is doing."""
+"""The conversation screen: a client of the assistant service. Type, read the reply as it
+streams, see turns typed in other windows; closing it never stops the service's work."""
 
 from __future__ import annotations
 
-import threading
-from collections import deque
+import asyncio
+import uuid
 
 from textual import on, work
 from textual.app import ComposeResult
@@ -11,51 +12,57 @@ from textual.binding import Binding
 from textual.screen import Screen
 from textual.widgets import Footer, Header, Input
 
-from assistant.agent.agent import Agent
-from assistant.agent.core_memory import CoreMemoryError
-from assistant.agent.events import UserText
-from assistant.agent.session import open_agent, open_stores
-from assistant.agent.tools import Stores
-from assistant.llm.client import LLMError
-from assistant.llm.priority import BackgroundLLM, ForegroundGate
+from assistant.config import LoadedConfig
 from assistant.llm.runtime import LLMRuntime
-from assistant.llm.server import LLMServerError, ServerStatus
-from assistant.parts import load_embedder
-from memory.database import DatabaseError
-from models import ModelError, Progress
-from ui.messages import (
-    ChatReady,
-    ModelProgress,
+from assistant.service.client import ServiceClient, ServiceError
+from assistant.service.protocol import (
+    MAX_SAY_CHARS,
+    Bye,
+    Cancel,
+    History,
+    HistoryItem,
+    Leave,
+    Left,
+    Notice,
+    Progress,
     ReplyChunk,
-    ReplyFailed,
-    ReplyFinished,
-    ServerStatusChanged,
-    StartupFailed,
+    ReplyEnd,
+    ReplyStart,
+    Retry,
+    Say,
+    ServiceState,
+    Status,
+    Update,
+    UserSaid,
+    Welcome,
+    Wire,
 )
 from ui.widgets.chat import ChatLog, MessageView
 from ui.widgets.status import StartupStatus
 
-MAX_MESSAGE_CHARS = 8_000
+LEAVE_TIMEOUT_S = 5.0
 
 
 class ConversationScreen(Screen[None]):
     BINDINGS = [
-        Binding("ctrl+r", "retry_llm", "Retry LLM"),
+        Binding("ctrl+r", "retry", "Retry LLM"),
         Binding("escape", "stop_reply", "Stop reply"),
     ]
 
-    def __init__(self, runtime: LLMRuntime) -> None:
+    def __init__(self, loaded: LoadedConfig) -> None:
         super().__init__()
-        self.runtime = runtime
-        self.agent: Agent | None = None
-        self.stores: Stores | None = None
-        self.pending: deque[str] = deque()
-        self._cancel = threading.Event()
-        # Replies hold it; importance ratings wait for it.
-        self.gate = ForegroundGate()
-        self.startup_error: str | None = None
-        self.replying = False
-        self._reply_view: MessageView | None = None
+        self.loaded = loaded
+        self.client: ServiceClient | None = None
+        self.state: ServiceState | None = None
+        self.state_text = "connecting to the Brain OS service…"
+        # Turns this window sent (their echo is not shown twice), and replies being written.
+        self.mine: set[str] = set()
+        self.replies: dict[int, MessageView] = {}
+        self._left: asyncio.Future[Left] | None = None
+
+    @property
+    def replying(self) -> bool:
+        return bool(self.replies)
 
     def compose(self) -> ComposeResult:
         yield Header()
@@ -66,160 +73,151 @@ class ConversationScreen(Screen[None]):
 
     def on_mount(self) -> None:
         self.title = "Brain OS"
-        self.sub_title = self.runtime.describe()
+        self.sub_title = LLMRuntime(self.loaded.settings).describe()
         self.query_one(Input).focus()
-        self.start_llm()
+        self.attach()
 
-    @work(thread=True, exclusive=True, group="startup")
-    def start_llm(self) -> None:
-        def on_progress(progress: Progress) -> None:
-            label = f"{progress.action} {progress.weight_id} ({progress.file_name})"
-            self.post_message(ModelProgress(label, progress.done, progress.total))
+    # The service
 
-        def on_status(status: ServerStatus) -> None:
-            self.post_message(ServerStatusChanged(status.state.value, status.message))
-
-        self.runtime.models.progress = on_progress
-        self.runtime.on_status = on_status
+    @work(exclusive=True, group="service")
+    async def attach(self) -> None:
+        self.query_one(StartupStatus).show(self.state_text)
         try:
-            client = self.runtime.start()
-        except (ModelError, LLMServerError, LLMError) as error:
-            self.runtime.stop()
-            self.post_message(StartupFailed(str(error)))
+            client = await ServiceClient.connect(self.loaded, "tui")
+        except ServiceError as error:
+            self._lost(str(error))
             return
-        settings = self.runtime.settings
+        self.client = client
+        self._welcome(client.welcome)
+        reason = "the service closed the connection"
         try:
-            if self.stores is None:
-                self.post_message(ServerStatusChanged("starting", "opening the memory…"))
-                embedder = load_embedder(settings, self.runtime.models.embedder())
-                self.stores = open_stores(
-                    settings.data_dir,
-                    embedder,
-                    BackgroundLLM(client, self.gate),
-                    settings.agent.core_memory_chars,
-                )
-            agent = open_agent(settings, client, self.stores, self.gate)
-        except (ModelError, DatabaseError, CoreMemoryError, OSError) as error:
-            self.runtime.stop()
-            self.post_message(StartupFailed(str(error)))
-            return
-        warning = None
+            async for update in client.updates():
+                self.show(update)
+        except ServiceError as error:
+            reason = str(error)
+        if self.client is client:
+            self.client = None
+            self._lost(reason)
+
+    async def leave(self) -> Left | None:
+        """Detach; the answer says whether the service keeps running (and why)."""
+        client = self.client
+        if client is None:
+            return None
+        self._left = asyncio.get_running_loop().create_future()
         try:
-            # Prefill the stable prompt prefix now, so the first real turn reuses the KV cache.
-            client.complete(
-                [agent.context.prefix(), {"role": "user", "content": "hi"}], max_tokens=1
-            )
-        except LLMError as error:
-            warning = str(error)
-        self.post_message(ChatReady(agent, warning))
+            await client.send(Leave())
+            return await asyncio.wait_for(self._left, LEAVE_TIMEOUT_S)
+        except (ServiceError, TimeoutError):
+            return None
+        finally:
+            self.client = None
+            await client.close()
 
-    def on_model_progress(self, message: ModelProgress) -> None:
-        self.query_one(StartupStatus).progress(message.label, message.done, message.total)
+    def _welcome(self, welcome: Welcome) -> None:
+        self._history(welcome.history)
+        self._status(welcome.state, welcome.text, welcome.endpoint)
 
-    def on_server_status_changed(self, message: ServerStatusChanged) -> None:
-        state = "error" if message.state == "failed" else "info"
-        self.query_one(StartupStatus).show(message.text, state)
+    def _history(self, items: list[HistoryItem]) -> None:
+        chat = self.query_one(ChatLog)
+        for item in items:
+            chat.add(item.role, item.text, "earlier")
 
-    def on_chat_ready(self, message: ChatReady) -> None:
-        self.agent = message.agent
-        self.startup_error = None
-        label = self.runtime.client.endpoint.label if self.runtime.client else ""
-        self.sub_title = label
-        status = self.query_one(StartupStatus)
-        if message.warning:
-            status.show(f"connected, but the first request failed: {message.warning}", "error")
-        else:
-            status.show(f"ready: {label}", "ready")
-        self._send_next()
+    def show(self, update: Update) -> None:
+        chat = self.query_one(ChatLog)
+        match update:
+            case History():
+                self._history(update.items)
+            case Status():
+                self._status(update.state, update.text, update.endpoint)
+            case Progress():
+                self.query_one(StartupStatus).progress(update.label, update.done, update.total)
+            case UserSaid() if update.ref not in self.mine:
+                how = "spoken" if update.confidence is not None else "typed"
+                chat.add("user", update.text, f"{how} in {update.client}")
+            case ReplyStart():
+                self.replies[update.turn] = chat.add("assistant")
+            case ReplyChunk() if update.turn in self.replies:
+                self.replies[update.turn].append(update.text)
+                chat.scroll_end(animate=False)
+            case ReplyEnd() if update.turn in self.replies:
+                self._finish(self.replies.pop(update.turn), update)
+            case Notice():
+                severity = "information" if update.level == "info" else update.level
+                self.notify(update.text, severity=severity)
+            case Bye():
+                self._lost(f"the service stopped: {update.reason}")
+            case Left() if self._left is not None and not self._left.done():
+                self._left.set_result(update)
 
-    def on_startup_failed(self, message: StartupFailed) -> None:
-        self.startup_error = message.text
-        self.query_one(StartupStatus).show(
-            f"LLM unavailable: {message.text} (Ctrl+R retries)", "error"
-        )
-        while self.pending:
-            self.query_one(ChatLog).add("notice", f"Not sent: {self.pending.popleft()!r}")
+    def _finish(self, view: MessageView, end: ReplyEnd) -> None:
+        if end.error and not end.text:
+            view.remove()
+            # The message itself is kept in the conversation history (recall storage).
+            self.query_one(ChatLog).add("notice", f"No reply: {end.error}")
+        elif end.interrupted:
+            view.append(" [stopped]")
 
-    def action_retry_llm(self) -> None:
-        if self.agent is None:
-            self.startup_error = None
-            self.query_one(StartupStatus).show("retrying…")
-            self.start_llm()
+    def _status(self, state: ServiceState, text: str, endpoint: str) -> None:
+        self.state, self.state_text = state, text
+        if endpoint:
+            self.sub_title = endpoint
+        shown = {"ready": "ready", "failed": "error"}.get(state, "info")
+        suffix = " (Ctrl+R retries)" if state == "failed" else ""
+        self.query_one(StartupStatus).show(text + suffix, shown)
+
+    def _lost(self, reason: str) -> None:
+        self.state, self.state_text = None, reason
+        for view in self.replies.values():
+            view.append(" [cut off]")
+        self.replies.clear()
+        self.query_one(StartupStatus).show(f"{reason} (Ctrl+R reconnects)", "error")
+
+    # Actions
 
     @on(Input.Submitted, "#prompt")
-    def submit(self, event: Input.Submitted) -> None:
+    async def submit(self, event: Input.Submitted) -> None:
         text = event.value.strip()
         if not text:
             return
-        if len(text) > MAX_MESSAGE_CHARS:
+        if len(text) > MAX_SAY_CHARS:
             self.notify(
-                f"That message is {len(text):,} characters; the limit is {MAX_MESSAGE_CHARS:,}. "
+                f"That message is {len(text):,} characters; the limit is {MAX_SAY_CHARS:,}. "
                 "It is still in the input box.",
                 severity="warning",
             )
             return
-        if self.startup_error is not None:
+        if self.client is None or self.state == "failed":
             self.notify(
-                f"Not sent, the LLM is unavailable: {self.startup_error}. "
-                "Your text is still in the input box; Ctrl+R retries.",
+                f"Not sent: {self.state_text}. Your text is still in the input box; "
+                "Ctrl+R retries.",
                 severity="error",
             )
             return
-        event.input.clear()
-        self.query_one(ChatLog).add("user", text)
-        self.pending.append(text)
-        if self.agent is None:
-            self.query_one(StartupStatus).show(
-                "the model is still starting; your message will follow"
-            )
-        self._send_next()
+        ref = uuid.uuid4().hex
+        self.mine.add(ref)
+        if await self._send(Say(text=text, ref=ref)):
+            event.input.clear()
+            self.query_one(ChatLog).add("user", text)
+            if self.state == "starting":
+                self.query_one(StartupStatus).show(f"{self.state_text}; your message will follow")
 
-    def action_stop_reply(self) -> None:
+    async def action_stop_reply(self) -> None:
         if self.replying:
-            self._cancel.set()
+            await self._send(Cancel())
 
-    def _send_next(self) -> None:
-        if self.replying or self.agent is None or not self.pending:
-            return
-        text = self.pending.popleft()
-        self.replying = True
-        self._cancel.clear()
-        self._reply_view = self.query_one(ChatLog).add("assistant")
-        self.reply(self.agent, text)
+    async def action_retry(self) -> None:
+        if self.client is None:
+            self.attach()
+        elif self.state == "failed":
+            await self._send(Retry())
 
-    @work(thread=True, group="reply")
-    def reply(self, agent: Agent, text: str) -> None:
-        def show(piece: str) -> None:
-            self.post_message(ReplyChunk(piece))
-
-        turn = agent.respond(UserText(text), on_text=show, cancel=self._cancel)
-        if turn.error and not turn.reply:
-            self.post_message(ReplyFailed(turn.error))
-        else:
-            self.post_message(ReplyFinished(turn.reply, turn.interrupted))
-
-    def on_reply_chunk(self, message: ReplyChunk) -> None:
-        if self._reply_view is not None:
-            self._reply_view.append(message.text)
-            self.query_one(ChatLog).scroll_end(animate=False)
-
-    def on_reply_finished(self, message: ReplyFinished) -> None:
-        if message.interrupted and self._reply_view is not None:
-            self._reply_view.append(" [stopped]")
-        self._finish_reply()
-
-    def on_reply_failed(self, message: ReplyFailed) -> None:
-        if self._reply_view is not None:
-            self._reply_view.remove()
-        # The message itself is kept in the conversation history (recall storage).
-        self.query_one(ChatLog).add("notice", f"No reply: {message.text}")
-        self._finish_reply()
-
-    def on_unmount(self) -> None:
-        if self.stores is not None:
-            self.stores.stream.close()
-
-    def _finish_reply(self) -> None:
-        self.replying = False
-        self._reply_view = None
-        self._send_next()
+    async def _send(self, message: Wire) -> bool:
+        if self.client is None:
+            return False
+        try:
+            await self.client.send(message)
+        except ServiceError as error:
+            self.notify(f"Not sent: {error}", severity="error")
+            return False
+        return True

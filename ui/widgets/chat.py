@@ -15,13 +15,14 @@ LABELS: dict[Role, str] = {"user": "You", "assistant": "Brain", "notice": "!"}
 class MessageView(Static):
     """One message. Text is shown literally: no markup from the model or the user is run."""
 
-    def __init__(self, role: Role, text: str = "") -> None:
+    def __init__(self, role: Role, text: str = "", note: str = "") -> None:
         super().__init__(classes=role)
         self.role: Role = role
         self.text = text
+        self.note = note
 
     def on_mount(self) -> None:
-        self.border_title = LABELS[self.role]
+        self.border_title = f"{LABELS[self.role]} · {self.note}" if self.note else LABELS[self.role]
         self._render_text()
 
     def append(self, fragment: str) -> None:
@@ -39,8 +40,8 @@ class MessageView(Static):
 class ChatLog(VerticalScroll):
     """Scrolls to the newest message as it grows."""
 
-    def add(self, role: Role, text: str = "") -> MessageView:
-        view = MessageView(role, text)
+    def add(self, role: Role, text: str = "", note: str = "") -> MessageView:
+        view = MessageView(role, text, note)
         self.mount(view)
         self.scroll_end(animate=False)
         return view

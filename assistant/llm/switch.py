@@ -1,0 +1,102 @@
+"""The LLM as the agent and background work hold it: whichever client is in use right now.
+
+The service swaps the client when the endpoint in the config file changes, and has none while
+the endpoint is starting or down; every request then fails with a one-line reason, the same
+way an unreachable endpoint does, so the agent's retry and error paths cover it.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Iterator, Sequence
+from typing import Any
+
+from assistant.llm.client import (
+    JsonSchema,
+    LLMClient,
+    LLMUnavailable,
+    Message,
+    StreamDelta,
+    ToolSpec,
+)
+
+
+class SwitchableLLM:
+    def __init__(self, reason: str = "the LLM is still starting") -> None:
+        self._client: LLMClient | None = None
+        self._reason = reason
+        self._lock = threading.Lock()
+
+    def use(self, client: LLMClient) -> LLMClient | None:
+        """Send every later request to ``client``; returns the one it replaces."""
+        with self._lock:
+            previous, self._client = self._client, client
+        return previous
+
+    def unavailable(self, reason: str) -> LLMClient | None:
+        """Fail every later request with ``reason``; returns the client taken out."""
+        with self._lock:
+            previous, self._client = self._client, None
+            self._reason = reason
+        return previous
+
+    @property
+    def client(self) -> LLMClient | None:
+        return self._client
+
+    @property
+    def tool_calling(self) -> str:
+        """The current endpoint's way of calling tools (read by the agent every step)."""
+        client = self._client
+        return client.tool_calling if client is not None else "json_action"
+
+    def current(self) -> LLMClient:
+        with self._lock:
+            if self._client is None:
+                raise LLMUnavailable(self._reason)
+            return self._client
+
+    def complete(
+        self,
+        messages: Sequence[Message],
+        *,
+        max_tokens: int | None = None,
+        temperature: float | None = None,
+    ) -> str:
+        return self.current().complete(messages, max_tokens=max_tokens, temperature=temperature)
+
+    def complete_json(
+        self,
+        messages: Sequence[Message],
+        schema: JsonSchema,
+        *,
+        max_tokens: int | None = None,
+        temperature: float | None = 0.0,
+    ) -> dict[str, Any]:
+        return self.current().complete_json(
+            messages, schema, max_tokens=max_tokens, temperature=temperature
+        )
+
+    def stream(
+        self,
+        messages: Sequence[Message],
+        *,
+        max_tokens: int | None = None,
+        temperature: float | None = None,
+        schema: JsonSchema | None = None,
+    ) -> Iterator[str]:
+        return self.current().stream(
+            messages, max_tokens=max_tokens, temperature=temperature, schema=schema
+        )
+
+    def stream_tools(
+        self,
+        messages: Sequence[Message],
+        tools: Sequence[ToolSpec],
+        *,
+        max_tokens: int | None = None,
+        temperature: float | None = None,
+    ) -> Iterator[StreamDelta]:
+        return self.current().stream_tools(
+            messages, tools, max_tokens=max_tokens, temperature=temperature
+        )

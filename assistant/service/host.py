@@ -1,0 +1,146 @@
+"""What the service runs: the memory stores, the agent, and the LLM (the configured endpoint
+or a local server), with the endpoint swappable while it runs.
+
+Blocking calls, for worker threads: the service's event loop never waits on a model.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from assistant.agent.agent import Agent, Turn
+from assistant.agent.core_memory import CoreMemoryError
+from assistant.agent.events import Event
+from assistant.agent.session import open_agent, open_stores
+from assistant.agent.tools import Stores
+from assistant.llm.client import LLMClient, LLMError
+from assistant.llm.priority import BackgroundLLM, ForegroundGate
+from assistant.llm.runtime import LLMRuntime
+from assistant.llm.server import LLMServerError, ServerStatus, StatusCallback
+from assistant.llm.switch import SwitchableLLM
+from assistant.model_paths import ProfileModels
+from assistant.parts import load_embedder
+from assistant.settings import Settings
+from memory.database import DatabaseError
+from memory.embedder import Embedder
+from models import ModelError, ProgressCallback
+
+log = logging.getLogger(__name__)
+
+STARTUP_ERRORS = (ModelError, LLMServerError, LLMError, DatabaseError, CoreMemoryError, OSError)
+
+
+@dataclass(frozen=True)
+class Conversation:
+    """One message of the conversation as clients show it."""
+
+    role: str
+    text: str
+
+
+class AgentHost:
+    def __init__(
+        self,
+        settings: Settings,
+        on_progress: ProgressCallback | None = None,
+        on_status: StatusCallback | None = None,
+        embedder: Embedder | None = None,
+    ) -> None:
+        self.settings = settings
+        self.on_progress = on_progress
+        self.on_status = on_status
+        self.llm = SwitchableLLM()
+        self.gate = ForegroundGate()
+        self.runtime: LLMRuntime | None = None
+        self.stores: Stores | None = None
+        self.agent: Agent | None = None
+        self._embedder = embedder
+        self._switching = threading.Lock()
+
+    def open_memory(self) -> Agent:
+        """The stores and the agent (no LLM needed yet: events are recorded either way)."""
+        if self.agent is None:
+            embedder = self._embedder or load_embedder(
+                self.settings, ProfileModels(self.settings, self.on_progress).embedder()
+            )
+            self.stores = open_stores(
+                self.settings.data_dir,
+                embedder,
+                BackgroundLLM(self.llm, self.gate),
+                self.settings.agent.core_memory_chars,
+            )
+            self.agent = open_agent(self.settings, self.llm, self.stores, self.gate)
+        return self.agent
+
+    def start_llm(self, settings: Settings | None = None) -> str | None:
+        """Start (or switch to) the LLM of ``settings``; returns a warning if the warm-up
+        request failed. Raises one of STARTUP_ERRORS, leaving any running LLM in use."""
+        with self._switching:
+            settings = settings or self.settings
+            runtime = LLMRuntime(settings, ProfileModels(settings, self.on_progress), self._status)
+            try:
+                client = runtime.start()
+            except BaseException:
+                runtime.stop()
+                raise
+            old_runtime, self.runtime = self.runtime, runtime
+            self.settings = settings
+            self.llm.use(client)
+            if old_runtime is not None:
+                old_runtime.stop()
+            elif self.stores is not None:
+                # Records left unrated by an earlier run (or while the LLM was down).
+                self.stores.stream.rate_pending()
+        return self._warm_up(client)
+
+    def llm_failed(self, reason: str) -> None:
+        self.llm.unavailable(f"the LLM is unavailable: {reason}")
+
+    def describe_endpoint(self) -> str:
+        client = self.llm.client
+        if client is not None:
+            return client.endpoint.label
+        return LLMRuntime(self.settings).describe()
+
+    def respond(
+        self, event: Event, on_text: Callable[[str], None], cancel: threading.Event
+    ) -> Turn:
+        return self.open_memory().respond(event, on_text=on_text, cancel=cancel)
+
+    def history(self, limit: int) -> list[Conversation]:
+        """The last ``limit`` user and assistant messages, oldest first."""
+        if self.stores is None:
+            return []
+        messages = [
+            Conversation(m.role, m.text)
+            for m in self.stores.recall.recent(limit * 3)
+            if m.role in ("user", "assistant")
+        ]
+        return messages[-limit:]
+
+    def ratings_pending(self) -> int:
+        return self.stores.stream.ratings_pending() if self.stores is not None else 0
+
+    def close(self) -> None:
+        if self.stores is not None:
+            self.stores.stream.close()
+        if self.runtime is not None:
+            self.runtime.close()
+
+    def _warm_up(self, client: LLMClient) -> str | None:
+        """Prefill the stable prompt prefix, so the first real turn reuses the KV cache."""
+        agent = self.open_memory()
+        try:
+            client.complete(
+                [agent.context.prefix(), {"role": "user", "content": "hi"}], max_tokens=1
+            )
+        except LLMError as error:
+            return str(error)
+        return None
+
+    def _status(self, status: ServerStatus) -> None:
+        if self.on_status is not None:
+            self.on_status(status)

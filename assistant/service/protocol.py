@@ -1,0 +1,248 @@
+"""The service's wire protocol: one JSON object per line over the Unix socket, UTF-8.
+
+Version 1. A client's first line is ``hello``; the service answers ``welcome`` with its state
+and the recent conversation. After that the client sends requests and the service sends
+updates to every client at once, so two windows show the same conversation. docs/SERVICE.md
+describes each message.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Annotated, Literal
+
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, TypeAdapter, ValidationError
+
+PROTOCOL_VERSION = 1
+# The longest line either side sends or accepts (a message is capped far below it).
+MAX_LINE_BYTES = 1 << 20
+# The longest message a user may send in one turn (a huge paste is refused, not cut).
+MAX_SAY_CHARS = 8_000
+
+ServiceState = Literal["starting", "ready", "failed", "stopping"]
+Role = Literal["user", "assistant"]
+
+
+class ProtocolError(Exception):
+    """A line that is not a message of this protocol; the text says why, in one line."""
+
+
+class Wire(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+# Client to service
+
+
+class Hello(Wire):
+    type: Literal["hello"] = "hello"
+    version: int = PROTOCOL_VERSION
+    client: str = "client"
+
+
+def clean_text(text: str) -> str:
+    """Text that encodes as UTF-8: bytes that were not UTF-8 (kept by Python as lone
+    surrogates, e.g. in argv) become U+FFFD instead of breaking the line."""
+    try:
+        return text.encode("utf-8", "surrogateescape").decode("utf-8", "replace")
+    except UnicodeEncodeError:
+        return text.encode("utf-8", "replace").decode("utf-8")
+
+
+class Say(Wire):
+    """A user turn. ``ref`` is the client's own tag, echoed so it can find its reply."""
+
+    type: Literal["say"] = "say"
+    text: Annotated[str, AfterValidator(clean_text)]
+    ref: str = ""
+    # Set when the text was spoken: the recogniser's confidence, 0-1.
+    confidence: float | None = Field(None, ge=0, le=1)
+
+
+class Cancel(Wire):
+    """Stop the reply being written (barge-in); what was delivered is kept, marked."""
+
+    type: Literal["cancel"] = "cancel"
+
+
+class Retry(Wire):
+    """Try to start the LLM again after it failed."""
+
+    type: Literal["retry"] = "retry"
+
+
+class GetTasks(Wire):
+    type: Literal["tasks"] = "tasks"
+
+
+class Leave(Wire):
+    """The client is closing; the service answers ``left`` and whether it keeps running."""
+
+    type: Literal["leave"] = "leave"
+
+
+class Stop(Wire):
+    type: Literal["stop"] = "stop"
+
+
+Request = Annotated[
+    Hello | Say | Cancel | Retry | GetTasks | Leave | Stop, Field(discriminator="type")
+]
+
+
+# Service to client
+
+
+class HistoryItem(Wire):
+    role: Role
+    text: str
+
+
+class Welcome(Wire):
+    type: Literal["welcome"] = "welcome"
+    version: int = PROTOCOL_VERSION
+    pid: int
+    state: ServiceState
+    text: str
+    endpoint: str
+    background: bool
+    history: list[HistoryItem] = []
+
+
+class History(Wire):
+    """The recent conversation, sent when the memory opens after a client attached."""
+
+    type: Literal["history"] = "history"
+    items: list[HistoryItem]
+
+
+class Status(Wire):
+    """The service's LLM is starting, ready, failed or stopping; ``text`` says more."""
+
+    type: Literal["status"] = "status"
+    state: ServiceState
+    text: str
+    endpoint: str = ""
+
+
+class Progress(Wire):
+    """Model weights being assembled or verified (a first run takes a while)."""
+
+    type: Literal["progress"] = "progress"
+    label: str
+    done: int
+    total: int
+
+
+class UserSaid(Wire):
+    """A turn some client sent, as the service accepted it (``turn`` numbers the replies)."""
+
+    type: Literal["user"] = "user"
+    turn: int
+    text: str
+    client: str
+    ref: str = ""
+    confidence: float | None = None
+
+
+class ReplyStart(Wire):
+    type: Literal["reply_start"] = "reply_start"
+    turn: int
+
+
+class ReplyChunk(Wire):
+    type: Literal["chunk"] = "chunk"
+    turn: int
+    text: str
+
+
+class ReplyEnd(Wire):
+    """The whole reply; ``error`` is one line when there was none because the LLM failed."""
+
+    type: Literal["reply_end"] = "reply_end"
+    turn: int
+    text: str
+    interrupted: bool = False
+    error: str | None = None
+
+
+class Work(Wire):
+    kind: Literal["reply", "queued", "ratings", "switch"]
+    description: str
+    seconds: float = 0.0
+
+
+class Tasks(Wire):
+    type: Literal["tasks"] = "tasks"
+    work: list[Work]
+
+
+class Left(Wire):
+    type: Literal["left"] = "left"
+    stays: bool
+    reason: str
+
+
+class Notice(Wire):
+    """Something the user should read: a refused request, a setting that changed."""
+
+    type: Literal["notice"] = "notice"
+    text: str
+    level: Literal["info", "warning", "error"] = "info"
+
+
+class Bye(Wire):
+    """The service is stopping; the connection closes after this."""
+
+    type: Literal["bye"] = "bye"
+    reason: str
+
+
+Update = Annotated[
+    Welcome
+    | History
+    | Status
+    | Progress
+    | UserSaid
+    | ReplyStart
+    | ReplyChunk
+    | ReplyEnd
+    | Tasks
+    | Left
+    | Notice
+    | Bye,
+    Field(discriminator="type"),
+]
+
+_requests: TypeAdapter[Request] = TypeAdapter(Request)
+_updates: TypeAdapter[Update] = TypeAdapter(Update)
+
+
+def encode(message: Wire) -> bytes:
+    return message.model_dump_json().encode("utf-8") + b"\n"
+
+
+def decode_request(line: bytes) -> Request:
+    return _requests.validate_python(_object(line))
+
+
+def decode_update(line: bytes) -> Update:
+    return _updates.validate_python(_object(line))
+
+
+def _object(line: bytes) -> object:
+    try:
+        return json.loads(line.decode("utf-8"))
+    except UnicodeDecodeError:
+        raise ProtocolError("the line is not UTF-8") from None
+    except json.JSONDecodeError as error:
+        raise ProtocolError(f"the line is not JSON ({error.msg})") from None
+
+
+def describe(error: ValidationError | ProtocolError) -> str:
+    """One line for a message that did not fit the protocol."""
+    if isinstance(error, ProtocolError):
+        return str(error)
+    first = error.errors()[0]
+    where = ".".join(str(part) for part in first["loc"]) or "message"
+    return f"bad message ({where}: {first['msg']})"

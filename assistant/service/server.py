@@ -1,0 +1,604 @@
+"""``brain serve``: the one process that owns the memory store, the agent and the LLM.
+
+Clients (the TUI, ``brain chat``, ``brain ask``, ``brain tasks``) connect over a Unix socket
+(protocol.py). Turns from every client go through one queue to one agent; every update goes
+to every client. When the last client leaves the service stops, unless work is pending or
+``service.background`` is set.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import os
+import signal
+import sys
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from pydantic import ValidationError
+
+from assistant.agent.events import UserText, UserUtterance
+from assistant.config import ConfigError, LoadedConfig
+from assistant.llm.server import ServerState, ServerStatus
+from assistant.service.host import STARTUP_ERRORS, AgentHost
+from assistant.service.paths import OwnerLock, private_dir, socket_path
+from assistant.service.protocol import (
+    MAX_LINE_BYTES,
+    MAX_SAY_CHARS,
+    PROTOCOL_VERSION,
+    Bye,
+    Cancel,
+    GetTasks,
+    Hello,
+    History,
+    HistoryItem,
+    Leave,
+    Left,
+    Notice,
+    Progress,
+    ProtocolError,
+    ReplyChunk,
+    ReplyEnd,
+    ReplyStart,
+    Retry,
+    Say,
+    ServiceState,
+    Status,
+    Stop,
+    Tasks,
+    UserSaid,
+    Welcome,
+    Wire,
+    Work,
+    decode_request,
+    describe,
+    encode,
+)
+from assistant.settings import Settings
+from memory.embedder import Embedder
+from models import Progress as WeightProgress
+
+log = logging.getLogger(__name__)
+
+HISTORY_SHOWN = 40
+HELLO_TIMEOUT_S = 10.0
+# How long a new service waits for one that is shutting down to let go of the data folder.
+OWNER_WAIT_S = 15.0
+
+
+class AlreadyRunning(Exception):
+    """Another service owns this data folder."""
+
+
+@dataclass
+class Client:
+    name: str
+    writer: asyncio.StreamWriter
+
+    def send(self, message: Wire) -> None:
+        if not self.writer.is_closing():
+            self.writer.write(encode(message))
+
+
+@dataclass
+class QueuedTurn:
+    turn: int
+    say: Say
+    accepted_at: float = field(default_factory=time.monotonic)
+
+
+@dataclass
+class SwitchEndpoint:
+    settings: Settings
+
+
+@dataclass
+class RunningTurn:
+    turn: int
+    cancel: threading.Event
+    started_at: float = field(default_factory=time.monotonic)
+
+
+class AssistantService:
+    def __init__(
+        self,
+        loaded: LoadedConfig,
+        reload: Callable[[], LoadedConfig] | None = None,
+        embedder: Embedder | None = None,
+        first_client_timeout_s: float = 60.0,
+        config_poll_s: float = 2.0,
+        owner_wait_s: float = OWNER_WAIT_S,
+    ) -> None:
+        self.loaded = loaded
+        self.settings = loaded.settings
+        self.reload = reload
+        self.socket = socket_path(self.settings)
+        self.host = AgentHost(
+            self.settings,
+            self._from_thread(self._progress),
+            self._from_thread(self._llm_status),
+            embedder=embedder,
+        )
+        self.first_client_timeout_s = first_client_timeout_s
+        self.config_poll_s = config_poll_s
+        self.owner_wait_s = owner_wait_s
+        self.state: ServiceState = "starting"
+        self.state_text = "starting"
+        self.clients: list[Client] = []
+        self.queue: asyncio.Queue[QueuedTurn | SwitchEndpoint] = asyncio.Queue()
+        self.running: RunningTurn | None = None
+        # Turns accepted and not yet started, oldest first (what `brain tasks` shows).
+        self.waiting: list[QueuedTurn] = []
+        self.switching = False
+        self._turns = 0
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._stop = asyncio.Event()
+        self._memory_settled = asyncio.Event()
+        # Set while no LLM start is under way: turns wait for the outcome rather than
+        # spending their retries on a server that is still loading.
+        self._llm_settled = asyncio.Event()
+        self._starting: asyncio.Task[None] | None = None
+        self._lock = OwnerLock(self.settings.data_dir)
+        self._ever_connected = False
+        self.ready = threading.Event()  # set once the socket listens (for in-process callers)
+
+    # Running
+
+    async def serve(self) -> None:
+        """Listen until stopped; raises AlreadyRunning if another service owns the folder."""
+        self._loop = asyncio.get_running_loop()
+        if not await asyncio.to_thread(self._lock.acquire, self.owner_wait_s):
+            raise AlreadyRunning(
+                f"a Brain OS service (pid {self._lock.holder()}) already owns "
+                f"{self.settings.data_dir}"
+            )
+        try:
+            server = await self._listen()
+        except BaseException:
+            self._lock.release()
+            raise
+        log.info("listening on %s (pid %d)", self.socket, os.getpid())
+        self.ready.set()
+        background = [
+            asyncio.create_task(self._agent_loop()),
+            asyncio.create_task(self._watch_config()),
+            asyncio.create_task(self._stop_if_nobody_comes()),
+        ]
+        self._starting = asyncio.create_task(self._start())
+        try:
+            await self._stop.wait()
+        finally:
+            await self._shut_down(server, background)
+
+    def stop(self, reason: str = "stopped") -> None:
+        if not self._stop.is_set():
+            log.info("stopping: %s", reason)
+            self._broadcast(Bye(reason=reason))
+            self._stop.set()
+
+    async def _listen(self) -> asyncio.Server:
+        private_dir(self.socket.parent)
+        if self.socket.exists() or self.socket.is_symlink():
+            # We hold the owner lock, so whoever made this socket is gone.
+            log.info("removing the stale socket %s", self.socket)
+            self.socket.unlink()
+        umask = os.umask(0o177)
+        try:
+            server = await asyncio.start_unix_server(
+                self._serve_client, path=str(self.socket), limit=MAX_LINE_BYTES
+            )
+        finally:
+            os.umask(umask)
+        self.socket.chmod(0o600)
+        return server
+
+    async def _shut_down(self, server: asyncio.Server, tasks: list[asyncio.Task[None]]) -> None:
+        self.state = "stopping"
+        if self.running is not None:
+            self.running.cancel.set()
+        server.close()
+        for client in self.clients:
+            client.writer.close()
+        for task in tasks:
+            task.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
+        with contextlib.suppress(FileNotFoundError):
+            self.socket.unlink()
+        # A start still under way finishes in its thread; close waits for nothing else.
+        await asyncio.to_thread(self.host.close)
+        self._lock.release()
+        log.info("stopped")
+
+    async def _start(self) -> None:
+        try:
+            await asyncio.to_thread(self.host.open_memory)
+        except STARTUP_ERRORS as error:
+            self._set_state("failed", f"the memory could not be opened: {error}")
+            self._llm_settled.set()
+            return
+        finally:
+            self._memory_settled.set()
+        self._broadcast(History(items=self._history()))
+        await self._start_llm()
+
+    async def _start_llm(self) -> None:
+        self._llm_settled.clear()
+        self._set_state("starting", f"starting {self.host.describe_endpoint()}")
+        try:
+            warning = await asyncio.to_thread(self.host.start_llm)
+        except STARTUP_ERRORS as error:
+            self.host.llm_failed(str(error))
+            self._set_state("failed", f"LLM unavailable: {error}")
+            return
+        finally:
+            self._llm_settled.set()
+        self._set_state("ready", f"ready: {self.host.describe_endpoint()}")
+        if warning:
+            self._broadcast(
+                Notice(text=f"connected, but the first request failed: {warning}", level="warning")
+            )
+
+    async def _stop_if_nobody_comes(self) -> None:
+        await asyncio.sleep(self.first_client_timeout_s)
+        if not self._ever_connected:
+            self._stop_when_idle()
+
+    # Clients
+
+    async def _serve_client(
+        self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter
+    ) -> None:
+        client: Client | None = None
+        try:
+            line = await asyncio.wait_for(reader.readline(), HELLO_TIMEOUT_S)
+            hello = self._hello(line, writer)
+            if hello is None:
+                return
+            client = Client(hello.client, writer)
+            self.clients.append(client)
+            self._ever_connected = True
+            client.send(self._welcome())
+            log.info("%s attached (%d attached)", client.name, len(self.clients))
+            while line := await reader.readline():
+                try:
+                    request = decode_request(line)
+                except (ProtocolError, ValidationError) as error:
+                    client.send(Notice(text=describe(error), level="error"))
+                    continue
+                self._handle(client, request)
+                await writer.drain()
+        except (TimeoutError, ConnectionError, asyncio.IncompleteReadError):
+            pass
+        except ValueError:  # a line longer than MAX_LINE_BYTES: the stream cannot go on
+            if client is not None:
+                client.send(Notice(text="message too long; disconnecting", level="error"))
+        finally:
+            if client is not None and client in self.clients:
+                self.clients.remove(client)
+                log.info("%s left (%d attached)", client.name, len(self.clients))
+            writer.close()
+            self._stop_when_idle()
+
+    def _hello(self, line: bytes, writer: asyncio.StreamWriter) -> Hello | None:
+        try:
+            hello = decode_request(line)
+        except (ProtocolError, ValidationError) as error:
+            hello_error = describe(error)
+        else:
+            if not isinstance(hello, Hello):
+                hello_error = "the first message must be hello"
+            elif hello.version != PROTOCOL_VERSION:
+                hello_error = (
+                    f"protocol version {hello.version} is not supported; this service speaks "
+                    f"version {PROTOCOL_VERSION} (restart it with `brain stop`)"
+                )
+            else:
+                return hello
+        writer.write(encode(Notice(text=hello_error, level="error")))
+        return None
+
+    def _welcome(self) -> Welcome:
+        return Welcome(
+            pid=os.getpid(),
+            state=self.state,
+            text=self.state_text,
+            endpoint=self.host.describe_endpoint(),
+            background=self.settings.service.background,
+            history=self._history(),
+        )
+
+    def _history(self) -> list[HistoryItem]:
+        return [
+            HistoryItem(role="user" if m.role == "user" else "assistant", text=m.text)
+            for m in self.host.history(HISTORY_SHOWN)
+        ]
+
+    def _handle(self, client: Client, request: object) -> None:
+        match request:
+            case Say():
+                self._accept(client, request)
+            case Cancel():
+                if self.running is not None:
+                    self.running.cancel.set()
+            case Retry():
+                if self.state == "failed" and self.host.agent is not None:
+                    self._starting = asyncio.create_task(self._start_llm())
+            case GetTasks():
+                client.send(Tasks(work=self.work()))
+            case Leave():
+                stays, reason = self._stays_without(client)
+                client.send(Left(stays=stays, reason=reason))
+            case Stop():
+                self.stop(f"stopped by {client.name}")
+            case Hello():
+                client.send(Notice(text="already attached", level="warning"))
+
+    def _accept(self, client: Client, say: Say) -> None:
+        text = say.text.strip()
+        if not text:
+            client.send(Notice(text="empty message: nothing sent", level="warning"))
+            return
+        if len(text) > MAX_SAY_CHARS:
+            client.send(
+                Notice(
+                    text=f"not sent: the message is {len(text):,} characters; the limit is "
+                    f"{MAX_SAY_CHARS:,}",
+                    level="error",
+                )
+            )
+            return
+        if self._memory_settled.is_set() and self.host.agent is None:
+            client.send(Notice(text=f"not sent: {self.state_text}", level="error"))
+            return
+        self._turns += 1
+        said = say.model_copy(update={"text": text})
+        self._broadcast(
+            UserSaid(
+                turn=self._turns,
+                text=text,
+                client=client.name,
+                ref=say.ref,
+                confidence=say.confidence,
+            )
+        )
+        job = QueuedTurn(self._turns, said)
+        self.waiting.append(job)
+        self.queue.put_nowait(job)
+
+    def _broadcast(self, message: Wire) -> None:
+        for client in self.clients:
+            client.send(message)
+
+    # The agent
+
+    async def _agent_loop(self) -> None:
+        while True:
+            job = await self.queue.get()
+            if isinstance(job, SwitchEndpoint):
+                await self._switch(job.settings)
+            else:
+                await self._llm_settled.wait()
+                self.waiting.remove(job)
+                if self.host.agent is None:
+                    self._broadcast(
+                        ReplyEnd(turn=job.turn, text="", error=f"not saved: {self.state_text}")
+                    )
+                else:
+                    await self._reply(job)
+            self._stop_when_idle()
+
+    async def _reply(self, job: QueuedTurn) -> None:
+        running = RunningTurn(job.turn, threading.Event())
+        self.running = running
+        self._broadcast(ReplyStart(turn=job.turn))
+        say = job.say
+        event = (
+            UserText(say.text)
+            if say.confidence is None
+            else UserUtterance(say.text, say.confidence)
+        )
+        chunk = self._from_thread(
+            lambda text: self._broadcast(ReplyChunk(turn=job.turn, text=text))
+        )
+        try:
+            turn = await asyncio.to_thread(self.host.respond, event, chunk, running.cancel)
+        finally:
+            self.running = None
+        self._broadcast(
+            ReplyEnd(
+                turn=job.turn,
+                text=turn.reply,
+                interrupted=turn.interrupted,
+                error=turn.error if not turn.reply else None,
+            )
+        )
+
+    async def _switch(self, settings: Settings) -> None:
+        self.switching = True
+        before = self.host.describe_endpoint()
+        self._set_state("starting", f"switching the LLM from {before}")
+        try:
+            warning = await asyncio.to_thread(self.host.start_llm, settings)
+        except STARTUP_ERRORS as error:
+            if self.host.llm.client is not None:
+                self._set_state("ready", f"ready: {before}")
+                self._broadcast(
+                    Notice(
+                        text=f"could not switch the LLM ({error}); still using {before}",
+                        level="error",
+                    )
+                )
+            else:
+                self.host.llm_failed(str(error))
+                self._set_state("failed", f"LLM unavailable: {error}")
+            return
+        finally:
+            self.switching = False
+        self._set_state("ready", f"ready: {self.host.describe_endpoint()}")
+        self._broadcast(Notice(text=f"the LLM is now {self.host.describe_endpoint()}"))
+        if warning:
+            self._broadcast(Notice(text=f"the first request failed: {warning}", level="warning"))
+
+    # Work and lifetime
+
+    def work(self) -> list[Work]:
+        now = time.monotonic()
+        work: list[Work] = []
+        if self.running is not None:
+            work.append(
+                Work(
+                    kind="reply",
+                    description=f"writing the reply to turn {self.running.turn}",
+                    seconds=now - self.running.started_at,
+                )
+            )
+        if self.switching:
+            work.append(Work(kind="switch", description="switching to a new LLM endpoint"))
+        work.extend(
+            Work(
+                kind="queued",
+                description=f"turn {job.turn}: {job.say.text[:60]}",
+                seconds=now - job.accepted_at,
+            )
+            for job in self.waiting
+        )
+        pending = self.host.ratings_pending()
+        if pending:
+            work.append(
+                Work(kind="ratings", description=f"{pending} memories waiting for a rating")
+            )
+        return work
+
+    def _pending(self) -> str | None:
+        queued = len(self.waiting)
+        if self.running is not None or queued:
+            turns = queued + (self.running is not None)
+            return f"finishing {turns} turn{'s' if turns > 1 else ''}"
+        if self.switching:
+            return "switching the LLM endpoint"
+        return None
+
+    def _stays_without(self, leaving: Client | None) -> tuple[bool, str]:
+        others = [c for c in self.clients if c is not leaving]
+        if others:
+            return True, f"{len(others)} other client{'s' if len(others) > 1 else ''} attached"
+        if self.settings.service.background:
+            return True, "service.background = true"
+        pending = self._pending()
+        if pending:
+            return True, f"{pending}, then it stops"
+        return False, "no work pending"
+
+    def _stop_when_idle(self) -> None:
+        if not self._stays_without(None)[0] and not self._stop.is_set():
+            self.stop("the last client left and no work is pending")
+
+    async def _watch_config(self) -> None:
+        if self.reload is None:
+            return
+        path = self.loaded.config_file
+        seen = _stamp(path)
+        while True:
+            await asyncio.sleep(self.config_poll_s)
+            stamp = _stamp(path)
+            if stamp == seen:
+                continue
+            seen = stamp
+            try:
+                loaded = self.reload()
+            except ConfigError as error:
+                self._broadcast(
+                    Notice(
+                        text=f"config not applied, keeping the current settings: {error}",
+                        level="error",
+                    )
+                )
+                continue
+            self._apply(loaded.settings)
+
+    def _apply(self, settings: Settings) -> None:
+        if settings.llm != self.settings.llm:
+            self.queue.put_nowait(SwitchEndpoint(settings))
+        if settings.service != self.settings.service:
+            self._broadcast(Notice(text=f"service.background = {settings.service.background}"))
+        later = [
+            name
+            for name in ("profile", "data_dir", "stt", "tts", "embedder", "audio", "agent")
+            if getattr(settings, name) != getattr(self.settings, name)
+        ]
+        if later:
+            self._broadcast(
+                Notice(
+                    text=f"changed settings ({', '.join(later)}) take effect when the service "
+                    "restarts (`brain stop`)",
+                    level="warning",
+                )
+            )
+        self.settings = self.settings.model_copy(
+            update={"llm": settings.llm, "service": settings.service}
+        )
+
+    # From threads to the loop
+
+    def _from_thread(self, handler: Callable[[object], None]) -> Callable[[object], None]:
+        def call(value: object) -> None:
+            if self._loop is not None and not self._loop.is_closed():
+                with contextlib.suppress(RuntimeError):  # the loop closed meanwhile
+                    self._loop.call_soon_threadsafe(handler, value)
+
+        return call
+
+    def _progress(self, value: object) -> None:
+        if isinstance(value, WeightProgress):
+            self._broadcast(
+                Progress(
+                    label=f"{value.action} {value.weight_id} ({value.file_name})",
+                    done=value.done,
+                    total=value.total,
+                )
+            )
+
+    def _llm_status(self, value: object) -> None:
+        if isinstance(value, ServerStatus) and value.state != ServerState.READY:
+            state: ServiceState = "failed" if value.state == ServerState.FAILED else "starting"
+            self._set_state(state, value.message)
+
+    def _set_state(self, state: ServiceState, text: str) -> None:
+        self.state, self.state_text = state, text
+        self._broadcast(Status(state=state, text=text, endpoint=self.host.describe_endpoint()))
+
+
+def _stamp(path: Path) -> tuple[int, int] | None:
+    try:
+        info = path.stat()
+    except OSError:
+        return None
+    return info.st_mtime_ns, info.st_size
+
+
+def run_service(loaded: LoadedConfig, reload: Callable[[], LoadedConfig]) -> int:
+    """``brain serve``: run until stopped (by a client, a signal, or nobody needing it).
+    Returns 0 also when another service already owns the folder: clients attach to that one."""
+    logging.basicConfig(
+        level=logging.INFO,
+        format="%(asctime)s %(levelname)s %(name)s: %(message)s",
+        stream=sys.stderr,
+    )
+    service = AssistantService(loaded, reload)
+
+    async def main() -> None:
+        loop = asyncio.get_running_loop()
+        for signum in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
+            loop.add_signal_handler(signum, service.stop, f"signal {signal.Signals(signum).name}")
+        await service.serve()
+
+    try:
+        asyncio.run(main())
+    except AlreadyRunning as error:
+        log.info("%s", error)
+    return 0

@@ -1,0 +1,291 @@
+"""The plain-terminal clients: ``brain ask``, ``brain chat``, ``brain tasks``, ``brain stop``."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import signal
+import sys
+import uuid
+from typing import TextIO
+
+from assistant.config import LoadedConfig
+from assistant.service.client import ServiceClient, ServiceError, ServiceNotRunning
+from assistant.service.paths import OwnerLock
+from assistant.service.protocol import (
+    MAX_SAY_CHARS,
+    Bye,
+    Cancel,
+    GetTasks,
+    History,
+    HistoryItem,
+    Left,
+    Notice,
+    Progress,
+    ReplyChunk,
+    ReplyEnd,
+    ReplyStart,
+    Say,
+    Status,
+    Stop,
+    Tasks,
+    Update,
+    UserSaid,
+)
+
+EXIT_FAILURE = 1
+# Stopping waits for the LLM server and the memory store to close.
+STOP_WAIT_S = 60.0
+
+
+def _tell(err: TextIO, text: str) -> None:
+    print(f"brain: {text}", file=err, flush=True)
+
+
+def _said_goodbye(left: Left | None, err: TextIO) -> None:
+    if left is not None and left.stays:
+        _tell(err, f"the service keeps running ({left.reason}); `brain stop` stops it")
+
+
+def _check_length(text: str, err: TextIO) -> bool:
+    if len(text) > MAX_SAY_CHARS:
+        _tell(err, f"not sent: {len(text):,} characters; the limit is {MAX_SAY_CHARS:,}")
+        return False
+    return True
+
+
+async def ask(
+    loaded: LoadedConfig, text: str, out: TextIO = sys.stdout, err: TextIO = sys.stderr
+) -> int:
+    """One turn: send ``text``, print the reply as it streams, leave."""
+    if not text.strip() or not _check_length(text, err):
+        if not text.strip():
+            _tell(err, "nothing to ask")
+        return EXIT_FAILURE
+    try:
+        client = await ServiceClient.connect(loaded, "ask")
+    except ServiceError as error:
+        _tell(err, str(error))
+        return EXIT_FAILURE
+    ref = uuid.uuid4().hex
+    code = EXIT_FAILURE
+    try:
+        await client.send(Say(text=text, ref=ref))
+        turn: int | None = None
+        async for update in client.updates():
+            if isinstance(update, UserSaid) and update.ref == ref:
+                turn = update.turn
+            elif isinstance(update, Notice) and update.level == "error" and turn is None:
+                _tell(err, update.text)
+                break
+            elif isinstance(update, Status) and update.state != "ready":
+                _tell(err, update.text)
+            elif isinstance(update, ReplyChunk) and update.turn == turn:
+                out.write(update.text)
+                out.flush()
+            elif isinstance(update, ReplyEnd) and update.turn == turn:
+                if update.error:
+                    _tell(err, f"no reply: {update.error}")
+                else:
+                    out.write("\n")
+                    code = 0
+                break
+            elif isinstance(update, Bye):
+                _tell(err, f"the service stopped: {update.reason}")
+                break
+    except ServiceError as error:
+        _tell(err, str(error))
+    _said_goodbye(await client.leave(), err)
+    return code
+
+
+def _print_history(items: list[HistoryItem], out: TextIO, shown: int = 10) -> None:
+    for item in items[-shown:]:
+        out.write(f"{'you' if item.role == 'user' else 'brain'}> {item.text}\n")
+
+
+class ChatPrinter:
+    """Renders the shared conversation for ``brain chat``; knows which turns are its own."""
+
+    def __init__(self, out: TextIO) -> None:
+        self.out = out
+        self.mine: set[str] = set()
+        # Own messages not yet accepted or refused, and own turns not yet answered.
+        self.unacknowledged = 0
+        self.my_turns: set[int] = set()
+        self.replying: int | None = None
+        self.answered = asyncio.Event()
+        self.answered.set()
+
+    def sent(self, ref: str) -> None:
+        self.mine.add(ref)
+        self.unacknowledged += 1
+        self.answered.clear()
+
+    def show(self, update: Update) -> bool:
+        """Print one update; False when the service is gone."""
+        match update:
+            case UserSaid() if update.ref in self.mine:
+                self.unacknowledged -= 1
+                self.my_turns.add(update.turn)
+            case UserSaid():
+                self.out.write(f"\n[{update.client}] you> {update.text}\n")
+            case History():
+                _print_history(update.items, self.out)
+            case ReplyStart():
+                self.replying = update.turn
+                self.out.write("brain> ")
+            case ReplyChunk():
+                self.out.write(update.text)
+            case ReplyEnd():
+                if update.error and not update.text:
+                    self.out.write(f"(no reply: {update.error})")
+                elif update.interrupted:
+                    self.out.write(" [stopped]")
+                self.out.write("\n")
+                self.replying = None
+                self.my_turns.discard(update.turn)
+            case Notice(level="error") if self.unacknowledged:
+                self.out.write(f"({update.text})\n")
+                self.unacknowledged -= 1  # a refusal of one of ours
+            case Status() | Notice():
+                self.out.write(f"({update.text})\n")
+            case Progress() if update.done >= update.total:
+                self.out.write(f"({update.label}: done)\n")
+            case Bye():
+                self.out.write(f"(the service stopped: {update.reason})\n")
+                return False
+        self.out.flush()
+        if not self.unacknowledged and not self.my_turns:
+            self.answered.set()
+        return True
+
+
+async def chat(loaded: LoadedConfig, out: TextIO = sys.stdout, err: TextIO = sys.stderr) -> int:
+    """A plain REPL on the shared conversation: type a line, read the streamed reply.
+    Ctrl+C stops a reply being written; Ctrl+D (or Ctrl+C at the prompt) leaves."""
+    try:
+        client = await ServiceClient.connect(loaded, "chat")
+    except ServiceError as error:
+        _tell(err, str(error))
+        return EXIT_FAILURE
+    welcome = client.welcome
+    out.write(f"Brain OS: {welcome.text}. Ctrl+C stops a reply, Ctrl+D leaves.\n")
+    _print_history(welcome.history, out)
+    out.flush()
+    printer = ChatPrinter(out)
+    loop = asyncio.get_running_loop()
+    lines = await _stdin_lines()
+    leaving = asyncio.Event()
+
+    cancels: set[asyncio.Task[None]] = set()
+
+    def interrupt() -> None:
+        if printer.replying is not None:
+            sending = loop.create_task(client.send(Cancel()))
+            cancels.add(sending)
+            sending.add_done_callback(cancels.discard)
+        else:
+            leaving.set()
+
+    loop.add_signal_handler(signal.SIGINT, interrupt)
+
+    async def receive() -> None:
+        async for update in client.updates():
+            if not printer.show(update):
+                break
+        leaving.set()
+
+    async def send() -> None:
+        while line := await lines.readline():
+            text = line.decode("utf-8", "replace").strip()
+            if text and _check_length(text, err):
+                ref = uuid.uuid4().hex
+                printer.sent(ref)
+                await client.send(Say(text=text, ref=ref))
+        # End of input (Ctrl+D, or a file piped in): leave once every reply has arrived.
+        await printer.answered.wait()
+        leaving.set()
+
+    tasks = [asyncio.create_task(receive()), asyncio.create_task(send())]
+    await leaving.wait()
+    for task in tasks:
+        task.cancel()
+    await asyncio.gather(*tasks, return_exceptions=True)
+    loop.remove_signal_handler(signal.SIGINT)
+    _said_goodbye(await client.leave(), err)
+    return 0
+
+
+async def _stdin_lines() -> asyncio.StreamReader:
+    reader = asyncio.StreamReader(limit=MAX_SAY_CHARS * 4 + 1024)
+    loop = asyncio.get_running_loop()
+    await loop.connect_read_pipe(lambda: asyncio.StreamReaderProtocol(reader), sys.stdin)
+    return reader
+
+
+async def tasks(
+    loaded: LoadedConfig, as_json: bool, out: TextIO = sys.stdout, err: TextIO = sys.stderr
+) -> int:
+    """What the service is doing; does not start it."""
+    try:
+        client = await ServiceClient.connect(loaded, "tasks", start=False)
+    except ServiceNotRunning:
+        if as_json:
+            out.write(json.dumps({"running": False, "work": []}) + "\n")
+        else:
+            out.write("The Brain OS service is not running: nothing is in progress.\n")
+        return 0
+    except ServiceError as error:
+        _tell(err, str(error))
+        return EXIT_FAILURE
+    listed: Tasks | None = None
+    try:
+        await client.send(GetTasks())
+        async for update in client.updates():
+            if isinstance(update, Tasks):
+                listed = update
+                break
+    except ServiceError as error:
+        _tell(err, str(error))
+    await client.leave()
+    if listed is None:
+        return EXIT_FAILURE
+    welcome = client.welcome
+    if as_json:
+        payload = {
+            "running": True,
+            "pid": welcome.pid,
+            "state": welcome.state,
+            "endpoint": welcome.endpoint,
+            "work": [item.model_dump() for item in listed.work],
+        }
+        out.write(json.dumps(payload) + "\n")
+        return 0
+    out.write(f"service pid {welcome.pid}: {welcome.text}\n")
+    if not listed.work:
+        out.write("nothing in progress\n")
+    for item in listed.work:
+        out.write(f"{item.kind:<8} {item.seconds:6.1f} s  {item.description}\n")
+    return 0
+
+
+async def stop(loaded: LoadedConfig, out: TextIO = sys.stdout, err: TextIO = sys.stderr) -> int:
+    try:
+        client = await ServiceClient.connect(loaded, "stop", start=False)
+    except ServiceNotRunning:
+        out.write("The Brain OS service is not running.\n")
+        return 0
+    except ServiceError as error:
+        _tell(err, str(error))
+        return EXIT_FAILURE
+    await client.send(Stop())
+    async for update in client.updates():
+        if isinstance(update, Bye):
+            break
+    await client.close()
+    if not await asyncio.to_thread(OwnerLock(loaded.settings.data_dir).wait_free, STOP_WAIT_S):
+        _tell(err, f"the service (pid {client.welcome.pid}) is still shutting down")
+        return EXIT_FAILURE
+    out.write(f"Stopped the Brain OS service (pid {client.welcome.pid}).\n")
+    return 0

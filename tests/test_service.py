@@ -1,0 +1,461 @@
+"""The assistant service and its clients, over the real Unix socket, with the real memory
+stores and embedder and a scripted OpenAI-compatible endpoint (the real local model is in
+test_ui.py and test_agent_real.py)."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import os
+import signal
+import socket
+import stat
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import pytest
+
+from assistant.config import LoadedConfig, load_config
+from assistant.service.client import ServiceClient, ServiceNotRunning
+from assistant.service.paths import OwnerLock, socket_path
+from assistant.service.protocol import (
+    MAX_SAY_CHARS,
+    Cancel,
+    GetTasks,
+    Hello,
+    History,
+    Left,
+    Notice,
+    ReplyChunk,
+    ReplyEnd,
+    Retry,
+    Say,
+    Status,
+    Tasks,
+    Update,
+    UserSaid,
+    encode,
+)
+from assistant.service.server import AlreadyRunning, AssistantService
+from memory.embedder import OnnxSentenceEmbedder
+from tests.conftest import make_loaded
+from tests.helpers.fake_openai import scripted_endpoint
+
+
+def action(message: str) -> str:
+    return json.dumps(
+        {"tool": "send_message", "arguments": {"message": message}, "request_heartbeat": False}
+    )
+
+
+@pytest.fixture
+def loaded_for(
+    tmp_path: Path, session_cache: Path, runtime_dir: Path
+) -> Callable[..., LoadedConfig]:
+    def make(config_text: str = "", **flags: str) -> LoadedConfig:
+        return make_loaded(
+            "fast",
+            tmp_path / "data",
+            session_cache,
+            config_text,
+            **{"service.runtime_dir": str(runtime_dir), **flags},
+        )
+
+    return make
+
+
+class InProcess:
+    """A service on its own event loop in a thread, as `brain serve` runs it."""
+
+    def __init__(self, service: AssistantService) -> None:
+        self.service = service
+        self.error: BaseException | None = None
+        self.thread = threading.Thread(target=self._run, daemon=True)
+        self.thread.start()
+        if not service.ready.wait(30):
+            raise AssertionError(f"the service did not start listening: {self.error}")
+
+    def _run(self) -> None:
+        try:
+            asyncio.run(self.service.serve())
+        except BaseException as error:  # reported by the test
+            self.error = error
+
+    def stopped(self, timeout: float = 30) -> bool:
+        self.thread.join(timeout)
+        return not self.thread.is_alive()
+
+    def stop(self) -> None:
+        loop = self.service._loop
+        if self.thread.is_alive() and loop is not None:
+            loop.call_soon_threadsafe(self.service.stop, "test over")
+        assert self.stopped(), "the service did not stop"
+
+
+@pytest.fixture
+def start_service(
+    embedder: OnnxSentenceEmbedder,
+) -> Iterator[Callable[..., InProcess]]:
+    running: list[InProcess] = []
+
+    def start(loaded: LoadedConfig, **options: object) -> InProcess:
+        service = AssistantService(loaded, embedder=embedder, **options)  # type: ignore[arg-type]
+        running.append(InProcess(service))
+        return running[-1]
+
+    yield start
+    for service in running:
+        service.stop()
+
+
+async def until(
+    client: ServiceClient, wanted: Callable[[Update], bool], timeout: float = 30
+) -> list[Update]:
+    """Every update up to and including the first ``wanted`` one."""
+    seen: list[Update] = []
+    async with asyncio.timeout(timeout):
+        async for update in client.updates():
+            seen.append(update)
+            if wanted(update):
+                return seen
+    raise AssertionError(f"the connection closed before the wanted update; saw {seen}")
+
+
+def reply_end(update: Update) -> bool:
+    return isinstance(update, ReplyEnd)
+
+
+async def test_two_clients_share_one_conversation(
+    loaded_for: Callable[..., LoadedConfig], start_service: Callable[..., InProcess]
+) -> None:
+    with scripted_endpoint("stream", action("Porto is lovely in spring.")) as (url, _):
+        loaded = loaded_for(**{"llm.base_url": url})
+        start_service(loaded)
+        first = await ServiceClient.connect(loaded, "tui", start=False)
+        second = await ServiceClient.connect(loaded, "chat", start=False)
+        await first.send(Say(text="Tell me about Porto.", ref="r1"))
+        for client in (first, second):
+            seen = await until(client, reply_end)
+            said = [u for u in seen if isinstance(u, UserSaid)]
+            assert [(u.text, u.client, u.ref) for u in said] == [
+                ("Tell me about Porto.", "tui", "r1")
+            ]
+            streamed = "".join(u.text for u in seen if isinstance(u, ReplyChunk))
+            end = seen[-1]
+            assert isinstance(end, ReplyEnd) and end.error is None
+            assert end.text == streamed == "Porto is lovely in spring."
+        late = await ServiceClient.connect(loaded, "late", start=False)
+        history = [(item.role, item.text) for item in late.welcome.history]
+        assert history[-2:] == [
+            ("user", "Tell me about Porto."),
+            ("assistant", "Porto is lovely in spring."),
+        ]
+        for client in (first, second, late):
+            await client.close()
+
+
+async def test_socket_is_private_and_one_service_owns_the_folder(
+    loaded_for: Callable[..., LoadedConfig],
+    start_service: Callable[..., InProcess],
+    embedder: OnnxSentenceEmbedder,
+) -> None:
+    loaded = loaded_for(**{"llm.base_url": "http://127.0.0.1:9/v1"})
+    start_service(loaded)
+    path = socket_path(loaded.settings)
+    assert stat.S_ISSOCK(path.stat().st_mode)
+    assert stat.S_IMODE(path.stat().st_mode) == 0o600
+    assert stat.S_IMODE(path.parent.stat().st_mode) == 0o700
+    with pytest.raises(AlreadyRunning, match="already owns"):
+        await AssistantService(loaded, embedder=embedder, owner_wait_s=0.2).serve()
+
+
+async def test_last_client_leaving_stops_the_service_unless_background(
+    loaded_for: Callable[..., LoadedConfig], start_service: Callable[..., InProcess]
+) -> None:
+    loaded = loaded_for(**{"llm.base_url": "http://127.0.0.1:9/v1"})
+    service = start_service(loaded)
+    client = await ServiceClient.connect(loaded, "tui", start=False)
+    left = await client.leave()
+    assert left == Left(stays=False, reason="no work pending")
+    assert service.stopped()
+    assert not socket_path(loaded.settings).exists()
+    assert OwnerLock(loaded.settings.data_dir).wait_free(0)
+
+    background = loaded_for(
+        **{"llm.base_url": "http://127.0.0.1:9/v1", "service.background": "true"}
+    )
+    service = start_service(background)
+    client = await ServiceClient.connect(background, "tui", start=False)
+    left = await client.leave()
+    assert left is not None and left.stays and "background" in left.reason
+    assert not service.stopped(timeout=1)
+    again = await ServiceClient.connect(background, "tasks", start=False)
+    await again.close()
+
+
+async def test_pending_turn_keeps_the_service_up_until_it_is_answered(
+    loaded_for: Callable[..., LoadedConfig], start_service: Callable[..., InProcess]
+) -> None:
+    with scripted_endpoint("slow_stream", action("one two three four five six")) as (url, _):
+        loaded = loaded_for(**{"llm.base_url": url})
+        service = start_service(loaded)
+        client = await ServiceClient.connect(loaded, "ask", start=False)
+        await client.send(Say(text="Count to six.", ref="r"))
+        await until(client, lambda u: isinstance(u, ReplyChunk))
+        await client.send(GetTasks())
+        listed = (await until(client, lambda u: isinstance(u, Tasks)))[-1]
+        assert isinstance(listed, Tasks) and [w.kind for w in listed.work][:1] == ["reply"]
+        left = await client.leave()
+        assert left is not None and left.stays and left.reason.startswith("finishing 1 turn")
+        assert service.stopped(timeout=60), "it stops once the turn is answered"
+    reopened = start_service(loaded)
+    late = await ServiceClient.connect(loaded, "check", start=False)
+    history = late.welcome.history
+    if not history:  # the memory opens after the first client attached
+        shown = (await until(late, lambda u: isinstance(u, History)))[-1]
+        history = shown.items  # type: ignore[union-attr]
+    assert [(i.role, i.text) for i in history][-2:] == [
+        ("user", "Count to six."),
+        ("assistant", "one two three four five six"),
+    ]
+    await late.close()
+    reopened.stop()
+
+
+async def test_cancel_mid_stream_keeps_the_delivered_part(
+    loaded_for: Callable[..., LoadedConfig], start_service: Callable[..., InProcess]
+) -> None:
+    words = " ".join(f"word{i}" for i in range(40))
+    with scripted_endpoint("slow_stream", action(words)) as (url, _):
+        loaded = loaded_for(**{"llm.base_url": url})
+        start_service(loaded)
+        client = await ServiceClient.connect(loaded, "tui", start=False)
+        await client.send(Say(text="Say forty words.", ref="r"))
+        seen = await until(client, lambda u: isinstance(u, ReplyChunk) and "word3" in u.text)
+        await client.send(Cancel())
+        seen += await until(client, reply_end)
+        end = seen[-1]
+        assert isinstance(end, ReplyEnd) and end.interrupted
+        delivered = "".join(u.text for u in seen if isinstance(u, ReplyChunk))
+        assert "word3" in delivered and "word39" not in delivered
+        assert end.text == delivered + " [interrupted]"
+        await client.close()
+
+
+async def test_bad_requests_get_a_one_line_error_and_the_connection_stays(
+    loaded_for: Callable[..., LoadedConfig], start_service: Callable[..., InProcess]
+) -> None:
+    with scripted_endpoint("stream", action("Still here.")) as (url, _):
+        loaded = loaded_for(**{"llm.base_url": url})
+        start_service(loaded)
+        client = await ServiceClient.connect(loaded, "tui", start=False)
+        for line in (b"{not json\n", b'{"type": "fly"}\n', b"\xff\xfe\n", b'{"type":"say"}\n'):
+            client.writer.write(line)
+            notice = (await until(client, lambda u: isinstance(u, Notice)))[-1]
+            assert isinstance(notice, Notice) and notice.level == "error"
+            assert "\n" not in notice.text
+        await client.send(Say(text="x" * (MAX_SAY_CHARS + 1)))
+        notice = (await until(client, lambda u: isinstance(u, Notice)))[-1]
+        assert isinstance(notice, Notice) and "limit" in notice.text
+        await client.send(Say(text="caf\udce9 ok", ref="r"))  # a lone surrogate: not UTF-8
+        seen = await until(client, reply_end)
+        said = [u for u in seen if isinstance(u, UserSaid)]
+        assert said[0].text == "caf\ufffd ok" and seen[-1].text == "Still here."  # type: ignore[union-attr]
+        await client.close()
+
+
+async def test_a_client_of_another_protocol_version_is_refused(
+    loaded_for: Callable[..., LoadedConfig], start_service: Callable[..., InProcess]
+) -> None:
+    loaded = loaded_for(**{"llm.base_url": "http://127.0.0.1:9/v1"})
+    start_service(loaded)
+    reader, writer = await asyncio.open_unix_connection(str(socket_path(loaded.settings)))
+    writer.write(encode(Hello(version=99, client="future")))
+    answer = json.loads(await reader.readline())
+    assert answer["type"] == "notice" and "version 99 is not supported" in answer["text"]
+    assert await reader.readline() == b""
+    writer.close()
+
+
+async def test_down_endpoint_keeps_the_turn_and_says_why(
+    loaded_for: Callable[..., LoadedConfig], start_service: Callable[..., InProcess]
+) -> None:
+    with scripted_endpoint("error500") as (url, _):
+        loaded = loaded_for(**{"llm.base_url": url})
+        service = start_service(loaded)
+        client = await ServiceClient.connect(loaded, "tui", start=False)
+        await client.send(Say(text="Remember my bike is blue.", ref="r"))
+        end = (await until(client, reply_end, timeout=60))[-1]
+        assert isinstance(end, ReplyEnd) and end.text == ""
+        assert end.error is not None and "HTTP 500" in end.error
+        stores = service.service.host.stores
+        assert stores is not None
+        assert [m.text for m in stores.recall.recent(3)] == ["Remember my bike is blue."]
+        await client.close()
+
+
+async def test_failed_llm_start_can_be_retried(
+    loaded_for: Callable[..., LoadedConfig],
+    start_service: Callable[..., InProcess],
+    tmp_path: Path,
+) -> None:
+    missing = tmp_path / "missing.gguf"
+    loaded = loaded_for(**{"llm.model_path": str(missing)})
+    start_service(loaded)
+    client = await ServiceClient.connect(loaded, "tui", start=False)
+    failed = (await until(client, lambda u: isinstance(u, Status) and u.state == "failed"))[-1]
+    assert isinstance(failed, Status) and "does not exist" in failed.text
+    missing.write_bytes(b"not a gguf")
+    await client.send(Retry())
+    again = (await until(client, lambda u: isinstance(u, Status) and u.state == "failed", 60))[-1]
+    assert isinstance(again, Status) and "exited" in again.text
+    await client.close()
+
+
+async def test_endpoint_change_in_the_config_file_applies_without_restart(
+    loaded_for: Callable[..., LoadedConfig], start_service: Callable[..., InProcess]
+) -> None:
+    with (
+        scripted_endpoint("stream", action("Answer from A.")) as (url_a, _),
+        scripted_endpoint("stream", action("Answer from B.")) as (url_b, _),
+    ):
+        loaded = loaded_for(f'[llm]\nbase_url = "{url_a}"\n')
+        flags = {k: str(v) for k, v in _flags(loaded).items()}
+
+        def reload() -> LoadedConfig:
+            return load_config(flags, environ={}, config_file=loaded.config_file)
+
+        start_service(loaded, reload=reload, config_poll_s=0.1)
+        client = await ServiceClient.connect(loaded, "tui", start=False)
+        await client.send(Say(text="Who answers?", ref="1"))
+        assert (await until(client, reply_end))[-1].text == "Answer from A."  # type: ignore[union-attr]
+
+        loaded.config_file.write_text(f'[llm]\nbase_url = "{url_b}"\n', encoding="utf-8")
+        await until(client, lambda u: isinstance(u, Notice) and "now" in u.text)
+        await client.send(Say(text="And now?", ref="2"))
+        assert (await until(client, reply_end))[-1].text == "Answer from B."  # type: ignore[union-attr]
+
+        loaded.config_file.write_text("[llm]\nbase_url = 7\n", encoding="utf-8")
+        bad = (await until(client, lambda u: isinstance(u, Notice)))[-1]
+        assert isinstance(bad, Notice) and "keeping the current settings" in bad.text
+        await client.close()
+
+
+def _flags(loaded: LoadedConfig) -> dict[str, object]:
+    from assistant.config import get_dotted
+
+    return {
+        key: get_dotted(loaded.settings, key)
+        for key, source in loaded.sources.items()
+        if source.startswith("flag")
+    }
+
+
+# The real `brain` command, as a user runs it
+
+
+def brain(
+    loaded: LoadedConfig, *args: str, stdin: str | None = None
+) -> subprocess.CompletedProcess[str]:
+    environment = {
+        **os.environ,
+        **{
+            "BRAIN_" + key.replace(".", "_").upper(): str(value)
+            for key, value in _flags(loaded).items()
+        },
+        "BRAIN_CONFIG": str(loaded.config_file),
+    }
+    return subprocess.run(
+        [sys.executable, "-m", "assistant.cli", *args],
+        input=stdin,
+        capture_output=True,
+        text=True,
+        env=environment,
+        timeout=180,
+    )
+
+
+def test_brain_ask_starts_the_service_and_it_stops_after(
+    loaded_for: Callable[..., LoadedConfig],
+) -> None:
+    with scripted_endpoint("stream", action("It is sunny.")) as (url, _):
+        loaded = loaded_for(**{"llm.base_url": url})
+        assert brain(loaded, "tasks", "--json").stdout.strip() == '{"running": false, "work": []}'
+        asked = brain(loaded, "ask", "How", "is", "the", "weather?")
+        assert asked.returncode == 0, asked.stderr
+        assert asked.stdout == "It is sunny.\n"
+        assert OwnerLock(loaded.settings.data_dir).wait_free(60), "the service stops after"
+        assert not socket_path(loaded.settings).exists()
+
+
+def test_brain_chat_streams_replies_and_another_client_sees_them(
+    loaded_for: Callable[..., LoadedConfig],
+) -> None:
+    with scripted_endpoint("stream", action("Noted.")) as (url, _):
+        loaded = loaded_for(**{"llm.base_url": url, "service.background": "true"})
+        try:
+            chat = brain(loaded, "chat", stdin="My sister is Ana.\n")
+            assert chat.returncode == 0, chat.stderr
+            assert "brain> Noted." in chat.stdout
+            assert "keeps running (service.background = true)" in chat.stderr
+            listed = json.loads(brain(loaded, "tasks", "--json").stdout)
+            assert listed["running"] is True and listed["work"] == []
+            asked = brain(loaded, "ask", "What did I just tell you?")
+            assert asked.stdout == "Noted.\n"
+        finally:
+            stopped = brain(loaded, "stop")
+        assert stopped.returncode == 0 and "Stopped" in stopped.stdout
+        assert not socket_path(loaded.settings).exists()
+
+
+def test_a_stale_socket_from_a_killed_service_is_replaced(
+    loaded_for: Callable[..., LoadedConfig],
+) -> None:
+    with scripted_endpoint("stream", action("Back again.")) as (url, _):
+        loaded = loaded_for(**{"llm.base_url": url, "service.background": "true"})
+
+        async def attach() -> int:
+            client = await ServiceClient.connect(loaded, "test")
+            pid = client.welcome.pid
+            await client.close()
+            return pid
+
+        first = asyncio.run(attach())
+        os.kill(first, signal.SIGKILL)
+        path = socket_path(loaded.settings)
+        deadline = time.monotonic() + 10
+        while _alive(first) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert path.exists(), "a killed service leaves its socket behind"
+        probe = socket.socket(socket.AF_UNIX)
+        with pytest.raises(ConnectionRefusedError):
+            probe.connect(str(path))
+        probe.close()
+        second = asyncio.run(attach())
+        assert second != first
+        asked = brain(loaded, "ask", "Are you there?")
+        assert asked.stdout == "Back again.\n"
+        assert brain(loaded, "stop").returncode == 0
+
+
+def test_clients_that_do_not_start_it_say_so(loaded_for: Callable[..., LoadedConfig]) -> None:
+    loaded = loaded_for()
+    with pytest.raises(ServiceNotRunning):
+        asyncio.run(ServiceClient.connect(loaded, "tasks", start=False))
+    assert "not running" in brain(loaded, "stop").stdout
+    assert "not running" in brain(loaded, "tasks").stdout
+
+
+def _alive(pid: int) -> bool:
+    with contextlib.suppress(ChildProcessError):
+        os.waitpid(pid, os.WNOHANG)
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    return True
