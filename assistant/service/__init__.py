@@ -1,0 +1,1 @@
+"""The assistant service (`brain serve`) and its clients, over a Unix socket."""
