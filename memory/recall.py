@@ -173,7 +173,9 @@ class RecallStore:
         if not seqs:
             return []
         where = f"seq IN ({', '.join(str(seq) for seq in seqs)})"
-        rows = self.table.query(where, COLUMNS, limit=len(seqs)).to_pylist()
+        # No limit of len(seqs): a sequence number written twice (by two processes before
+        # the service owned the folder) would push a wanted row out.
+        rows = self.table.query(where, COLUMNS).to_pylist()
         by_seq = {row["seq"]: RecallMessage.from_row(row) for row in rows}
         return [by_seq[seq] for seq in seqs if seq in by_seq]
 

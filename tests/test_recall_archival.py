@@ -122,6 +122,20 @@ def test_recent_gives_the_last_messages_in_order(conversation: RecallStore) -> N
     assert conversation.recent(0) == []
 
 
+def test_recent_keeps_the_last_message_after_a_sequence_number_was_written_twice(
+    tmp_path: Path, embedder: OnnxSentenceEmbedder
+) -> None:
+    """Two processes writing one folder (before the service owned it) each numbered from
+    their own count; the newest message must still come back."""
+    first = open_recall(tmp_path, embedder, Clock())
+    second = open_recall(tmp_path, embedder, Clock())
+    first.append("user", "from the first process")
+    second.append("user", "from the second process")
+    later = open_recall(tmp_path, embedder, Clock())
+    later.append("assistant", "the newest message")
+    assert [m.text for m in later.recent(5)][-1] == "the newest message"
+
+
 # Recall: search
 
 

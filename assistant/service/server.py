@@ -470,7 +470,10 @@ class AssistantService:
         pending = self.host.ratings_pending()
         if pending:
             work.append(
-                Work(kind="ratings", description=f"{pending} memories waiting for a rating")
+                Work(
+                    kind="ratings",
+                    description=f"{pending} new {'memory' if pending == 1 else 'memories'} to rate",
+                )
             )
         return work
 

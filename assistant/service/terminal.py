@@ -266,7 +266,8 @@ async def tasks(
     if not listed.work:
         out.write("nothing in progress\n")
     for item in listed.work:
-        out.write(f"{item.kind:<8} {item.seconds:6.1f} s  {item.description}\n")
+        elapsed = f"{item.seconds:6.1f} s" if item.seconds else " " * 8
+        out.write(f"{item.kind:<8} {elapsed}  {item.description}\n")
     return 0
 
 
