@@ -2,7 +2,8 @@
 sentence the user hears, over a scripted conversation, per profile, with the stable prompt
 prefix the llama.cpp server can reuse and with that reuse defeated.
 
-    python -m benchmarks.turn [--profiles fast quality] [--turns 20] [--memories 1000] [--json]
+    python -m benchmarks.turn [--profiles fast quality] [--turns 20] [--memories 1000]
+                              [--prompt-cache-mb MB] [--json]
 
 For each profile: the profile's local model on a llama.cpp server started here, a memory of
 ``--memories`` varied stored records (the scale benchmark's templates, really embedded), and a
@@ -18,6 +19,12 @@ The conversation runs twice on copies of the same memory: once as the agent buil
 (system instructions + core memory first and unchanged, so the server reuses the cached prefix),
 and once with a different first line in every prompt (``[request N]``), which defeats the reuse.
 ``cache_speedup`` is the defeated first-sentence p50 over the cached one.
+
+As in the app, every new memory is rated for importance by the same LLM in the background
+(through the gate that holds ratings back while a reply is written); the next turn starts once
+the ratings are done, as if the user took that long to answer. Each rating is a different
+prompt, which is why the local server's prompt-state cache (``llm.prompt_cache_mb``,
+``--prompt-cache-mb 0`` to turn it off) matters here.
 
 ``--json`` prints ``{"<profile>": {"first_token_ms": {"p50", "p95"}, "first_sentence_ms":
 {"p50", "p95"}, "cache_speedup", "defeated": {...the same two figures...}, "turns",
@@ -64,6 +71,8 @@ CONVERSATION = (
     "Thanks, that's all for now.",
 )
 _SENTENCE_END = re.compile(r"[.!?](\s|$)")
+# Longest wait for the background importance ratings between two turns.
+RATINGS_WAIT_S = 300.0
 
 
 @dataclass
@@ -127,11 +136,16 @@ def build_memory(folder: Path, count: int) -> None:
 def converse(settings: Any, client: Any, folder: Path, turns: int, defeat: bool) -> Timing:
     from assistant.agent.events import UserText
     from assistant.agent.session import open_agent, open_stores
+    from assistant.llm.priority import BackgroundLLM, ForegroundGate
     from benchmarks.retrieval_scale import real_embedder
 
-    stores = open_stores(folder, real_embedder(), None, settings.agent.core_memory_chars)
+    gate = ForegroundGate()
+    # As in the app: each new memory is rated by the same LLM in the background, between turns.
+    stores = open_stores(
+        folder, real_embedder(), BackgroundLLM(client, gate), settings.agent.core_memory_chars
+    )
     clocked = Clocked(client, defeat)
-    agent = open_agent(settings, clocked, stores)
+    agent = open_agent(settings, clocked, stores, gate)
     timing = Timing()
     # One untimed turn first: the model's weights paged in, the cache holding the prefix.
     agent.respond(UserText("Hello."))
@@ -145,6 +159,8 @@ def converse(settings: Any, client: Any, folder: Path, turns: int, defeat: bool)
                 if not at and _SENTENCE_END.search("".join(heard)):
                     at.append(time.perf_counter())
 
+            # The user's think time: the ratings of the last turn's memories are done.
+            stores.stream.wait_for_ratings(RATINGS_WAIT_S)
             clocked.first_piece = None
             started = time.perf_counter()
             turn = agent.respond(UserText(text), on_text=listen)
@@ -160,11 +176,16 @@ def converse(settings: Any, client: Any, folder: Path, turns: int, defeat: bool)
     return timing
 
 
-def bench_profile(profile: str, turns: int, memories: int) -> dict[str, Any]:
+def bench_profile(
+    profile: str, turns: int, memories: int, prompt_cache_mb: int | None
+) -> dict[str, Any]:
     from assistant.config import load_config
     from assistant.llm.runtime import LLMRuntime
 
-    settings = load_config(flags={"profile": profile}).settings
+    flags = {"profile": profile}
+    if prompt_cache_mb is not None:
+        flags["llm.prompt_cache_mb"] = str(prompt_cache_mb)
+    settings = load_config(flags=flags).settings
     with tempfile.TemporaryDirectory(prefix="turn-bench-") as scratch:
         base = Path(scratch) / "memory"
         started = time.perf_counter()
@@ -188,6 +209,7 @@ def bench_profile(profile: str, turns: int, memories: int) -> dict[str, Any]:
         },
         "turns": turns,
         "replied": cached.replied,
+        "prompt_cache_mb": settings.llm.prompt_cache_mb,
     }
 
 
@@ -214,13 +236,20 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--profiles", nargs="+", default=["fast", "quality"])
     parser.add_argument("--turns", type=int, default=20)
     parser.add_argument("--memories", type=int, default=1000)
+    parser.add_argument(
+        "--prompt-cache-mb",
+        type=int,
+        default=None,
+        help="the local server's prompt-state cache (llm.prompt_cache_mb; 0: off)",
+    )
     parser.add_argument("--json", action="store_true", help="print one JSON object")
     args = parser.parse_args(argv)
     if args.turns < 1 or args.memories < 1:
         parser.error("--turns and --memories must be at least 1")
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     report = {
-        profile: bench_profile(profile, args.turns, args.memories) for profile in args.profiles
+        profile: bench_profile(profile, args.turns, args.memories, args.prompt_cache_mb)
+        for profile in args.profiles
     }
     print(json.dumps(report) if args.json else table(report))
     return 0

@@ -53,6 +53,7 @@ class LLMRuntime:
                     threads=llm.threads,
                     startup_timeout_s=llm.startup_timeout_s,
                     max_restarts=llm.max_restarts,
+                    prompt_cache_mb=llm.prompt_cache_mb,
                     log_path=self.settings.log_dir / "llm-server.log",
                 ),
                 on_status=self.on_status,
