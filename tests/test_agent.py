@@ -140,6 +140,37 @@ def test_cancel_mid_stream_keeps_the_delivered_part(stores: Stores) -> None:
     assert kept["arguments"]["message"] == delivered + " [interrupted]"
 
 
+class SilentUntilReleased(ScriptedStream):
+    """A model still reading its prompt: nothing streams until ``release`` is set."""
+
+    def __init__(self) -> None:
+        super().__init__(say("Too late."))
+        self.release = threading.Event()
+        self.closed = threading.Event()
+
+    def stream(self, messages, **options):  # type: ignore[no-untyped-def]
+        try:
+            self.release.wait(30)
+            yield from super().stream(messages, **options)
+        finally:
+            self.closed.set()
+
+
+def test_cancel_before_the_first_piece_returns_at_once_and_closes_the_stream(
+    stores: Stores,
+) -> None:
+    llm = SilentUntilReleased()
+    cancel = threading.Event()
+    agent = make_agent(llm, stores)
+    threading.Timer(0.2, cancel.set).start()
+    turn = agent.respond(UserText("Tell me a long story."), cancel=cancel)
+    assert not llm.release.is_set(), "respond returned while the model was still silent"
+    assert turn.interrupted and turn.reply == "" and turn.error is None
+    assert recalled(stores) == [("user", "Tell me a long story.")]
+    llm.release.set()
+    assert llm.closed.wait(10), "the stream is closed once it gives its first piece"
+
+
 def test_an_endpoint_that_is_down_is_retried_with_back_off(stores: Stores) -> None:
     down = LLMUnavailable("cannot reach the LLM at http://127.0.0.1:9/v1")
     sleeps: list[float] = []

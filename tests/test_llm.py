@@ -2,17 +2,26 @@
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import socket
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 
 import pytest
 
-from assistant.llm.client import Endpoint, LLMClient, LLMReplyError, LLMUnavailable
+from assistant.llm.client import (
+    Endpoint,
+    LLMCancelled,
+    LLMClient,
+    LLMReplyError,
+    LLMUnavailable,
+)
+from assistant.llm.priority import BackgroundLLM, ForegroundGate
 from assistant.llm.runtime import LLMRuntime
 from assistant.llm.server import LocalLLMServer, ServerOptions, ServerState, ServerStatus
 from assistant.model_paths import ProfileModels
@@ -247,3 +256,36 @@ def test_cli_doctor_with_a_dead_endpoint_names_the_part(tmp_path: Path) -> None:
     assert "Traceback" not in result.stdout + result.stderr
     assert "FAIL llm" in result.stdout and f"cannot reach the LLM at {url}" in result.stdout
     assert "brain doctor: FAILED: llm" in result.stdout
+
+
+def test_a_background_request_gives_way_to_a_reply_and_is_asked_again() -> None:
+    reply = json.dumps({"importance": 3, "why": " ".join(["because"] * 12)})
+    with scripted_endpoint("slow_stream", reply) as (url, endpoint):
+        gate = ForegroundGate()
+        background = BackgroundLLM(LLMClient(Endpoint(url, "scripted")), gate)
+        result: dict[str, object] = {}
+        worker = threading.Thread(
+            target=lambda: result.update(background.complete_json([], {"type": "object"}))
+        )
+        worker.start()
+        deadline = time.monotonic() + 10
+        while not endpoint.requests and time.monotonic() < deadline:
+            time.sleep(0.01)
+        time.sleep(0.3)  # the rating is being written (it takes about 2 s)
+        with gate.foreground():
+            time.sleep(0.5)  # a reply is being written
+            assert worker.is_alive() and len(endpoint.requests) == 1
+        worker.join(15)
+    assert result == json.loads(reply)
+    assert len(endpoint.requests) == 2, "abandoned when the reply started, asked again after"
+    assert endpoint.closed_early == 1, "the abandoned request's stream was closed"
+
+
+def test_cancelling_a_structured_request_raises_at_once() -> None:
+    with scripted_endpoint("slow_stream", json.dumps({"a": " ".join(["x"] * 40)})) as (url, _):
+        cancel = threading.Event()
+        threading.Timer(0.3, cancel.set).start()
+        started = time.monotonic()
+        with pytest.raises(LLMCancelled, match="cancelled"):
+            LLMClient(Endpoint(url, "scripted")).complete_json([], {}, cancel=cancel)
+        assert time.monotonic() - started < 3, "well before the 6 s the reply would take"

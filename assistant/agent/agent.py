@@ -32,6 +32,7 @@ from assistant.agent.tools import (
     describe_tools,
     native_tools,
 )
+from assistant.llm.cancellable import cancellable
 from assistant.llm.client import (
     LLMContextOverflow,
     LLMError,
@@ -232,7 +233,7 @@ class Agent:
             streamed = ReplyStream(native is not None)
             separated = not turn.reply  # a second message this turn starts on a new line
             try:
-                for delta in self._ask(retrieved, native):
+                for delta in cancellable(self._ask(retrieved, native), cancel):
                     piece = streamed.feed(delta)
                     if piece:
                         if not separated:
@@ -240,8 +241,10 @@ class Agent:
                             separated = True
                         on_text(piece)
                     if cancel.is_set():
-                        self._interrupted(streamed.text, turn)
-                        return None
+                        break
+                if cancel.is_set():
+                    self._interrupted(streamed.text, turn)
+                    return None
                 break
             except LLMContextOverflow as error:
                 if overflowed or streamed.text:

@@ -6,12 +6,14 @@ Every failure becomes an :class:`LLMError` whose message is one line a user can 
 from __future__ import annotations
 
 import json
+import threading
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any, cast
 
 import openai
 
+from assistant.llm.cancellable import cancellable
 from assistant.settings import JsonMode, ToolCalling
 
 Message = dict[str, str]
@@ -34,6 +36,10 @@ class LLMReplyError(LLMError):
 
 class LLMContextOverflow(LLMError):
     """The prompt did not fit the model's context window."""
+
+
+class LLMCancelled(LLMError):
+    """The caller cancelled the request before the reply was complete."""
 
 
 # How servers word a prompt that is too long (llama.cpp, OpenAI, vLLM).
@@ -120,20 +126,28 @@ class LLMClient:
         *,
         max_tokens: int | None = None,
         temperature: float | None = 0.0,
+        cancel: threading.Event | None = None,
     ) -> dict[str, Any]:
-        """A reply constrained to ``schema`` where the endpoint supports it, parsed."""
+        """A reply constrained to ``schema`` where the endpoint supports it, parsed. With
+        ``cancel``, the reply streams and setting ``cancel`` abandons it at once (the HTTP
+        stream is closed, so the server stops writing) with :class:`LLMCancelled`."""
         request_messages = list(messages)
         if self.json_mode == "json_object":
             request_messages.append(
                 {"role": "system", "content": "Reply with JSON matching: " + json.dumps(schema)}
             )
-        response = self._create(
-            request_messages,
-            max_tokens=max_tokens,
-            temperature=temperature,
-            response_format=self._response_format(schema),
-        )
-        text = _content(response)
+        options: dict[str, Any] = {
+            "max_tokens": max_tokens,
+            "temperature": temperature,
+            "response_format": self._response_format(schema),
+        }
+        if cancel is None:
+            text = _content(self._create(request_messages, **options))
+        else:
+            deltas = cancellable(self._deltas(request_messages, **options), cancel)
+            text = "".join(delta.content or "" for delta in deltas)
+            if cancel.is_set():
+                raise LLMCancelled(f"the request to {self.endpoint.label} was cancelled")
         try:
             value = json.loads(text)
         except json.JSONDecodeError as error:

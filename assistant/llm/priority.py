@@ -1,17 +1,19 @@
 """Replies first: background LLM work (importance ratings, reflection, summaries of idle
-time) waits while a reply is being generated, so it never delays what the user is waiting
-for. The local server answers one request at a time; a rating batch sent during a reply would
-hold the reply up for its whole length."""
+time) waits while a reply is being generated, and a background request still running when a
+reply starts is abandoned and asked again afterwards. The local server answers one request at
+a time; a rating batch sent during a reply would hold the reply up for its whole length."""
 
 from __future__ import annotations
 
+import logging
 import threading
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
-from typing import Any
+from typing import Any, Protocol
 
-from assistant.llm.client import JsonSchema, Message
-from memory.llm import StructuredLLM
+from assistant.llm.client import JsonSchema, LLMCancelled, Message
+
+log = logging.getLogger(__name__)
 
 # The longest background work waits for the foreground before going ahead anyway (a reply
 # stuck for minutes must not starve the ratings for ever).
@@ -24,17 +26,21 @@ class ForegroundGate:
     def __init__(self) -> None:
         self._active = 0
         self._idle = threading.Condition()
+        # Set while a reply is in progress: background requests in flight give way.
+        self.preempt = threading.Event()
 
     @contextmanager
     def foreground(self) -> Iterator[None]:
         with self._idle:
             self._active += 1
+            self.preempt.set()
         try:
             yield
         finally:
             with self._idle:
                 self._active -= 1
                 if self._active == 0:
+                    self.preempt.clear()
                     self._idle.notify_all()
 
     @property
@@ -47,10 +53,24 @@ class ForegroundGate:
             return self._idle.wait_for(lambda: self._active == 0, timeout=timeout)
 
 
-class BackgroundLLM:
-    """The client as background work sees it: each request waits for the gate first."""
+class CancellableJsonLLM(Protocol):
+    def complete_json(
+        self,
+        messages: Sequence[Message],
+        schema: JsonSchema,
+        *,
+        max_tokens: int | None = None,
+        temperature: float | None = 0.0,
+        cancel: threading.Event | None = None,
+    ) -> dict[str, Any]: ...
 
-    def __init__(self, client: StructuredLLM, gate: ForegroundGate) -> None:
+
+class BackgroundLLM:
+    """The client as background work sees it: each request waits for the gate first, and
+    gives way (abandoned, then asked again once the reply is done) if a reply starts while
+    it runs."""
+
+    def __init__(self, client: CancellableJsonLLM, gate: ForegroundGate) -> None:
         self.client = client
         self.gate = gate
 
@@ -62,7 +82,16 @@ class BackgroundLLM:
         max_tokens: int | None = None,
         temperature: float | None = 0.0,
     ) -> dict[str, Any]:
-        self.gate.wait_idle()
-        return self.client.complete_json(
-            messages, schema, max_tokens=max_tokens, temperature=temperature
-        )
+        while True:
+            # After MAX_WAIT_S of replies it goes ahead anyway, and is not abandoned.
+            waited = self.gate.wait_idle()
+            try:
+                return self.client.complete_json(
+                    messages,
+                    schema,
+                    max_tokens=max_tokens,
+                    temperature=temperature,
+                    cancel=self.gate.preempt if waited else None,
+                )
+            except LLMCancelled:
+                log.info("a reply started: the background request waits and is asked again")

@@ -72,9 +72,10 @@ class SwitchableLLM:
         *,
         max_tokens: int | None = None,
         temperature: float | None = 0.0,
+        cancel: threading.Event | None = None,
     ) -> dict[str, Any]:
         return self.current().complete_json(
-            messages, schema, max_tokens=max_tokens, temperature=temperature
+            messages, schema, max_tokens=max_tokens, temperature=temperature, cancel=cancel
         )
 
     def stream(

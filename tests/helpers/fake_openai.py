@@ -43,6 +43,8 @@ class ScriptedEndpoint:
         # "script": the n-th request gets the n-th reply (the last one repeats).
         self.script = list(script)
         self.requests: list[dict[str, object]] = []
+        # Streams the client closed before their end.
+        self.closed_early = 0
 
     def handler(self) -> type[BaseHTTPRequestHandler]:
         endpoint = self
@@ -89,19 +91,23 @@ class ScriptedEndpoint:
                 self.send_response(200)
                 self.send_header("Content-Type", "text/event-stream")
                 self.end_headers()
-                for delta in deltas:
-                    chunk = {
-                        "id": "c",
-                        "object": "chat.completion.chunk",
-                        "created": 0,
-                        "model": "scripted",
-                        "choices": [{"index": 0, "delta": delta}],
-                    }
-                    self.wfile.write(f"data: {json.dumps(chunk)}\n\n".encode())
-                    self.wfile.flush()
-                    if slowly:
-                        time.sleep(SLOW_WORD_S)
-                self.wfile.write(b"data: [DONE]\n\n")
+                try:
+                    for delta in deltas:
+                        chunk = {
+                            "id": "c",
+                            "object": "chat.completion.chunk",
+                            "created": 0,
+                            "model": "scripted",
+                            "choices": [{"index": 0, "delta": delta}],
+                        }
+                        self.wfile.write(f"data: {json.dumps(chunk)}\n\n".encode())
+                        self.wfile.flush()
+                        if slowly:
+                            time.sleep(SLOW_WORD_S)
+                    self.wfile.write(b"data: [DONE]\n\n")
+                except (BrokenPipeError, ConnectionResetError):
+                    # The client closed the stream (a cancelled request).
+                    endpoint.closed_early += 1
 
         return Handler
 
