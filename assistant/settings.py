@@ -57,14 +57,6 @@ class LLMSettings(Section):
     max_restarts: int = Field(
         3, ge=0, description="How often a crashed local server is restarted before giving up."
     )
-    prompt_cache_mb: int = Field(
-        1024,
-        ge=0,
-        le=65_536,
-        description="RAM (MiB) the local server keeps prompt states in, so a request in "
-        "between (an importance rating) does not make the next turn re-read its whole "
-        "prompt. 0: off.",
-    )
     json_mode: JsonMode = Field(
         "auto",
         description="How structured replies are requested: auto picks json_object_schema for "

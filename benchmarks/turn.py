@@ -2,8 +2,7 @@
 sentence the user hears, over a scripted conversation, per profile, with the stable prompt
 prefix the llama.cpp server can reuse and with that reuse defeated.
 
-    python -m benchmarks.turn [--profiles fast quality] [--turns 20] [--memories 1000]
-                              [--prompt-cache-mb MB] [--json]
+    python -m benchmarks.turn [--profiles fast quality] [--turns 20] [--memories 1000] [--json]
 
 For each profile: the profile's local model on a llama.cpp server started here, a memory of
 ``--memories`` varied stored records (the scale benchmark's templates, really embedded), and a
@@ -20,11 +19,10 @@ The conversation runs twice on copies of the same memory: once as the agent buil
 and once with a different first line in every prompt (``[request N]``), which defeats the reuse.
 ``cache_speedup`` is the defeated first-sentence p50 over the cached one.
 
-As in the app, every new memory is rated for importance by the same LLM in the background
-(through the gate that holds ratings back while a reply is written); the next turn starts once
-the ratings are done, as if the user took that long to answer. Each rating is a different
-prompt, which is why the local server's prompt-state cache (``llm.prompt_cache_mb``,
-``--prompt-cache-mb 0`` to turn it off) matters here.
+As in the app, every new memory is rated for importance in the background, by the same model
+on the runtime's background server (through the gate that holds ratings back while a reply is
+written); the next turn starts once the ratings are done, as if the user took that long to
+answer.
 
 ``--json`` prints ``{"<profile>": {"first_token_ms": {"p50", "p95"}, "first_sentence_ms":
 {"p50", "p95"}, "cache_speedup", "defeated": {...the same two figures...}, "turns",
@@ -133,7 +131,9 @@ def build_memory(folder: Path, count: int) -> None:
     stream.close()
 
 
-def converse(settings: Any, client: Any, folder: Path, turns: int, defeat: bool) -> Timing:
+def converse(
+    settings: Any, client: Any, background: Any, folder: Path, turns: int, defeat: bool
+) -> Timing:
     from assistant.agent.events import UserText
     from assistant.agent.session import open_agent, open_stores
     from assistant.llm.priority import BackgroundLLM, ForegroundGate
@@ -142,7 +142,7 @@ def converse(settings: Any, client: Any, folder: Path, turns: int, defeat: bool)
     gate = ForegroundGate()
     # As in the app: each new memory is rated by the same LLM in the background, between turns.
     stores = open_stores(
-        folder, real_embedder(), BackgroundLLM(client, gate), settings.agent.core_memory_chars
+        folder, real_embedder(), BackgroundLLM(background, gate), settings.agent.core_memory_chars
     )
     clocked = Clocked(client, defeat)
     agent = open_agent(settings, clocked, stores, gate)
@@ -176,27 +176,24 @@ def converse(settings: Any, client: Any, folder: Path, turns: int, defeat: bool)
     return timing
 
 
-def bench_profile(
-    profile: str, turns: int, memories: int, prompt_cache_mb: int | None
-) -> dict[str, Any]:
+def bench_profile(profile: str, turns: int, memories: int) -> dict[str, Any]:
     from assistant.config import load_config
     from assistant.llm.runtime import LLMRuntime
 
-    flags = {"profile": profile}
-    if prompt_cache_mb is not None:
-        flags["llm.prompt_cache_mb"] = str(prompt_cache_mb)
-    settings = load_config(flags=flags).settings
+    settings = load_config(flags={"profile": profile}).settings
     with tempfile.TemporaryDirectory(prefix="turn-bench-") as scratch:
         base = Path(scratch) / "memory"
         started = time.perf_counter()
         build_memory(base, memories)
         log(f"[{profile}] {memories} memories stored in {time.perf_counter() - started:.0f} s")
-        with LLMRuntime(settings) as client:
+        runtime = LLMRuntime(settings)
+        with runtime as client:
+            background = runtime.start_background()
             results = {}
             for defeat in (False, True):
                 folder = Path(scratch) / ("defeated" if defeat else "cached")
                 shutil.copytree(base, folder)
-                results[defeat] = converse(settings, client, folder, turns, defeat)
+                results[defeat] = converse(settings, client, background, folder, turns, defeat)
     cached, defeated = results[False], results[True]
     speedup = statistics.median(defeated.first_sentence) / statistics.median(cached.first_sentence)
     return {
@@ -209,7 +206,6 @@ def bench_profile(
         },
         "turns": turns,
         "replied": cached.replied,
-        "prompt_cache_mb": settings.llm.prompt_cache_mb,
     }
 
 
@@ -236,20 +232,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--profiles", nargs="+", default=["fast", "quality"])
     parser.add_argument("--turns", type=int, default=20)
     parser.add_argument("--memories", type=int, default=1000)
-    parser.add_argument(
-        "--prompt-cache-mb",
-        type=int,
-        default=None,
-        help="the local server's prompt-state cache (llm.prompt_cache_mb; 0: off)",
-    )
     parser.add_argument("--json", action="store_true", help="print one JSON object")
     args = parser.parse_args(argv)
     if args.turns < 1 or args.memories < 1:
         parser.error("--turns and --memories must be at least 1")
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     report = {
-        profile: bench_profile(profile, args.turns, args.memories, args.prompt_cache_mb)
-        for profile in args.profiles
+        profile: bench_profile(profile, args.turns, args.memories) for profile in args.profiles
     }
     print(json.dumps(report) if args.json else table(report))
     return 0

@@ -183,8 +183,33 @@ def test_an_external_endpoint_starts_nothing(tmp_path: Path) -> None:
                 "from",
                 "elsewhere",
             ]
+            assert runtime.start_background() is client, "an endpoint takes both kinds of work"
+            assert runtime.background_server is None
         assert endpoint.requests[0]["model"] == "m"
     assert not (tmp_path / "cache" / "qwen2.5-coder-1.5b-instruct-q4_k_m").exists()
+
+
+@pytest.mark.slow
+def test_background_work_gets_its_own_local_server(fast_settings: Settings) -> None:
+    runtime = LLMRuntime(fast_settings)
+    servers_before = server_children()
+    with runtime as client:
+        background = runtime.start_background()
+        assert runtime.start_background() is background, "started once"
+        assert background.endpoint.base_url != client.endpoint.base_url
+        assert background.endpoint.is_local and background.tool_calling == "json_action"
+        assert len(server_children()) == len(servers_before) + 2
+        rating = background.complete_json(
+            [{"role": "user", "content": "Rate 1-10 how important: buying milk."}],
+            {
+                "type": "object",
+                "properties": {"rating": {"type": "integer"}},
+                "required": ["rating"],
+            },
+            max_tokens=16,
+        )
+        assert isinstance(rating["rating"], int)
+    assert server_children() == servers_before, "both servers stop with the runtime"
 
 
 def test_external_endpoint_gets_json_schema_format(tmp_path: Path) -> None:

@@ -22,6 +22,8 @@ class LLMRuntime:
         self.on_status = on_status
         self.server: LocalLLMServer | None = None
         self.client: LLMClient | None = None
+        self.background_server: LocalLLMServer | None = None
+        self.background_client: LLMClient | None = None
         self._closed = False
 
     def describe(self) -> str:
@@ -43,40 +45,69 @@ class LLMRuntime:
         if llm.base_url:
             endpoint = Endpoint(llm.base_url, llm.model or "default", llm.api_key, is_local=False)
         else:
-            paths = self.models.llm()
-            alias = llm.model or paths.name
-            self.server = LocalLLMServer(
-                ServerOptions(
-                    gguf=paths.gguf,
-                    model_alias=alias,
-                    context_window=llm.context_window,
-                    threads=llm.threads,
-                    startup_timeout_s=llm.startup_timeout_s,
-                    max_restarts=llm.max_restarts,
-                    prompt_cache_mb=llm.prompt_cache_mb,
-                    log_path=self.settings.log_dir / "llm-server.log",
-                ),
-                on_status=self.on_status,
-            )
+            self.server = self._server("llm-server.log", self.on_status)
             if self._closed:
                 raise LLMServerError("the app is shutting down")
-            base_url = self.server.start()
-            endpoint = Endpoint(base_url, alias, None, is_local=True)
-        self.client = LLMClient(
+            endpoint = Endpoint(self.server.start(), self.server.options.model_alias, is_local=True)
+        self.client = self._client(endpoint)
+        return self.client
+
+    def start_background(self) -> LLMClient:
+        """A client for background work (importance ratings, reflection). For the local
+        model, a second server on the same weights (mapped, so shared in memory): the server
+        keeps the state of one prompt only, and a rating sent to the conversation's server
+        would make the next turn read its whole prompt again (docs/BENCHMARKS.md). Other
+        endpoints take both kinds of request on one client."""
+        if self.client is None:
+            raise LLMServerError("the LLM is not started")
+        if self.server is None:
+            return self.client
+        if self.background_client is None:
+            self.background_server = self._server("llm-server-background.log", None)
+            if self._closed:
+                raise LLMServerError("the app is shutting down")
+            endpoint = Endpoint(
+                self.background_server.start(),
+                self.background_server.options.model_alias,
+                is_local=True,
+            )
+            self.background_client = self._client(endpoint)
+        return self.background_client
+
+    def _server(self, log_name: str, on_status: StatusCallback | None) -> LocalLLMServer:
+        llm = self.settings.llm
+        paths = self.models.llm()
+        return LocalLLMServer(
+            ServerOptions(
+                gguf=paths.gguf,
+                model_alias=llm.model or paths.name,
+                context_window=llm.context_window,
+                threads=llm.threads,
+                startup_timeout_s=llm.startup_timeout_s,
+                max_restarts=llm.max_restarts,
+                log_path=self.settings.log_dir / log_name,
+            ),
+            on_status=on_status,
+        )
+
+    def _client(self, endpoint: Endpoint) -> LLMClient:
+        llm = self.settings.llm
+        return LLMClient(
             endpoint,
             timeout_s=llm.timeout_s,
             json_mode=llm.json_mode,
             tool_calling=llm.tool_calling,
         )
-        return self.client
 
     def stop(self) -> None:
-        if self.client is not None:
-            self.client.close()
-            self.client = None
-        if self.server is not None:
-            self.server.stop()
-            self.server = None
+        for client in (self.background_client, self.client):
+            if client is not None:
+                client.close()
+        self.client = self.background_client = None
+        for server in (self.background_server, self.server):
+            if server is not None:
+                server.stop()
+        self.server = self.background_server = None
 
     def close(self) -> None:
         """Stop for good: a start still under way in another thread gives up."""

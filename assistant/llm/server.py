@@ -81,8 +81,6 @@ class ServerOptions:
     startup_timeout_s: float = 180.0
     max_restarts: int = 3
     log_path: Path | None = None
-    # RAM for saved prompt states (llama-cpp-python's LlamaRAMCache); 0: none.
-    prompt_cache_mb: int = 0
 
 
 class LocalLLMServer:
@@ -159,18 +157,7 @@ class LocalLLMServer:
             str(options.threads),
             "--n_threads_batch",
             str(options.threads),
-            *self._cache_arguments(),
         ]
-
-    def _cache_arguments(self) -> list[str]:
-        """The server keeps one prompt's state, so any other request (an importance rating
-        between two turns) would make the next turn read its whole prompt again: 22.7 s
-        instead of 0.5 s for 1,000 tokens on the 0.5B model. With a RAM cache it restores the
-        conversation's state instead (2.1 s; docs/BENCHMARKS.md)."""
-        size = self.options.prompt_cache_mb
-        if size <= 0:
-            return []
-        return ["--cache", "true", "--cache_type", "ram", "--cache_size", str(size << 20)]
 
     def _launch(self, fresh_port: bool) -> None:
         if fresh_port or not self._port:

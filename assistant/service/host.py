@@ -53,6 +53,9 @@ class AgentHost:
         self.on_progress = on_progress
         self.on_status = on_status
         self.llm = SwitchableLLM()
+        # Background work's LLM: the runtime's background server once it is up (until then,
+        # and for remote endpoints, the conversation's client).
+        self.background = SwitchableLLM()
         self.gate = ForegroundGate()
         self.runtime: LLMRuntime | None = None
         self.stores: Stores | None = None
@@ -69,7 +72,7 @@ class AgentHost:
             self.stores = open_stores(
                 self.settings.data_dir,
                 embedder,
-                BackgroundLLM(self.llm, self.gate),
+                BackgroundLLM(self.background, self.gate),
                 self.settings.agent.core_memory_chars,
             )
             self.agent = open_agent(self.settings, self.llm, self.stores, self.gate)
@@ -89,15 +92,31 @@ class AgentHost:
             old_runtime, self.runtime = self.runtime, runtime
             self.settings = settings
             self.llm.use(client)
+            self.background.use(client)
             if old_runtime is not None:
                 old_runtime.stop()
-            elif self.stores is not None:
-                # Records left unrated by an earlier run (or while the LLM was down).
-                self.stores.stream.rate_pending()
         return self._warm_up(client)
 
+    def start_background(self) -> None:
+        """Give background work its own server (after the conversation's is up and warm, so
+        the two do not start at once on a small machine)."""
+        with self._switching:
+            if self.runtime is None:
+                return
+            first = self.background.client is self.llm.client
+            try:
+                self.background.use(self.runtime.start_background())
+            except STARTUP_ERRORS as error:
+                log.warning(
+                    "no background LLM server (%s); background work shares the main one", error
+                )
+            if first and self.stores is not None:
+                # Records left unrated by an earlier run (or while the LLM was down).
+                self.stores.stream.rate_pending()
+
     def llm_failed(self, reason: str) -> None:
-        self.llm.unavailable(f"the LLM is unavailable: {reason}")
+        for llm in (self.llm, self.background):
+            llm.unavailable(f"the LLM is unavailable: {reason}")
 
     def describe_endpoint(self) -> str:
         client = self.llm.client

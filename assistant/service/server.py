@@ -143,6 +143,7 @@ class AssistantService:
         # spending their retries on a server that is still loading.
         self._llm_settled = asyncio.Event()
         self._starting: asyncio.Task[None] | None = None
+        self._background_start: asyncio.Task[None] | None = None
         self._lock = OwnerLock(self.settings.data_dir)
         self._ever_connected = False
         self.ready = threading.Event()  # set once the socket listens (for in-process callers)
@@ -242,6 +243,7 @@ class AssistantService:
             self._broadcast(
                 Notice(text=f"connected, but the first request failed: {warning}", level="warning")
             )
+        self._start_background()
 
     async def _stop_if_nobody_comes(self) -> None:
         await asyncio.sleep(self.first_client_timeout_s)
@@ -443,6 +445,12 @@ class AssistantService:
         self._broadcast(Notice(text=f"the LLM is now {self.host.describe_endpoint()}"))
         if warning:
             self._broadcast(Notice(text=f"the first request failed: {warning}", level="warning"))
+        self._start_background()
+
+    def _start_background(self) -> None:
+        """Background work's own LLM server starts after the reply path is ready; turns do
+        not wait for it."""
+        self._background_start = asyncio.create_task(asyncio.to_thread(self.host.start_background))
 
     # Work and lifetime
 

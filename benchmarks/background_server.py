@@ -1,0 +1,131 @@
+"""What an importance rating between two turns costs the next turn: rated on the conversation's
+own local server, or on the background server the runtime starts for such work.
+
+    python -m benchmarks.background_server [--profile fast] [--repeats 5] [--json]
+
+llama-cpp-python's server keeps the state of the last prompt it read, and the agent's next
+turn reuses it (only the new message is read). The importance rater asks about each new memory
+in between, with a different prompt. A local runtime (``LLMRuntime``) with its background
+server; a conversation prompt of about 1,000 tokens (the agent's real instructions and tools,
+core memory, a dialogue) read once, untimed; then ``--repeats`` times, for each place the
+rating can go (the same server, the background server): one real importance rating
+(memory/importance.py's prompt and schema), then the conversation with one more user message,
+timed from the request to its first streamed piece. ``no_rating_ms`` is the same request with
+no rating before it; ``speedup`` is the same-server p50 over the background-server p50.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import sys
+import time
+from collections.abc import Sequence
+from typing import Any
+
+
+def log(message: str) -> None:
+    print(message, file=sys.stderr, flush=True)
+
+
+def conversation() -> list[dict[str, str]]:
+    from assistant.agent.agent import instructions
+
+    core = (
+        "## Core memory\n<persona>\nBrain OS: warm, brief, practical.\n</persona>\n"
+        "<human>\nSam, lives in Leeds, works as a nurse, sister Beatrix in Porto, prefers tea.\n"
+        "</human>"
+    )
+    turns = [
+        ("user", "Hi, I'm Sam. I just moved to Leeds for a new job at the hospital."),
+        ("assistant", "Welcome to Leeds, Sam! How is the new job going so far?"),
+        ("user", "Busy, but good. My sister Beatrix lives in Porto; I want to visit her."),
+        ("assistant", "Porto is lovely. Would you like help planning a weekend there?"),
+        ("user", "Yes, maybe in May. I'm also learning Portuguese before I go."),
+        ("assistant", "Great idea. Ten minutes a day with spaced repetition works well."),
+        ("user", "I have a dentist appointment next Tuesday at 3, remember that."),
+        ("assistant", "Noted: dentist next Tuesday at 3 pm."),
+    ]
+    messages = [{"role": "system", "content": f"{instructions()}\n\n{core}"}]
+    messages += [{"role": role, "content": text} for role, text in turns]
+    return messages
+
+
+def first_piece_ms(client: Any, messages: Sequence[dict[str, str]]) -> float:
+    started = time.perf_counter()
+    pieces = client.stream(messages, max_tokens=8, temperature=0.0)
+    try:
+        next(pieces)
+    finally:
+        pieces.close()
+    return (time.perf_counter() - started) * 1000
+
+
+def percentiles(values: Sequence[float]) -> dict[str, float]:
+    ordered = sorted(values)
+    index = min(len(ordered) - 1, max(0, round(0.95 * (len(ordered) - 1))))
+    return {"p50": statistics.median(ordered), "p95": ordered[index]}
+
+
+def measure(settings: Any, repeats: int) -> dict[str, Any]:
+    from assistant.llm.runtime import LLMRuntime
+    from memory.importance import rate_text
+
+    runtime = LLMRuntime(settings)
+    with runtime as client:
+        background = runtime.start_background()
+        prompt = conversation()
+        first_piece_ms(client, prompt)  # read once, untimed
+        times: dict[str, list[float]] = {"no_rating": [], "same_server": [], "background": []}
+        raters = {"no_rating": None, "same_server": client, "background": background}
+        for repeat in range(repeats):
+            for place, rater in raters.items():
+                if rater is not None:
+                    rate_text(rater, f"User: I bought a new blue bicycle today ({repeat}).")
+                # A question of its own each time: only it is new to the server.
+                question = f"What did I say about Porto? ({repeat}, {place})"
+                asked = [*prompt, {"role": "user", "content": question}]
+                times[place].append(first_piece_ms(client, asked))
+            log(
+                f"  repeat {repeat + 1}: "
+                + ", ".join(f"{place} {values[-1]:.0f} ms" for place, values in times.items())
+            )
+    return {f"{place}_ms": percentiles(values) for place, values in times.items()}
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
+    parser.add_argument("--profile", default="fast", choices=["fast", "quality"])
+    parser.add_argument("--repeats", type=int, default=5)
+    parser.add_argument("--json", action="store_true", help="print one JSON object")
+    args = parser.parse_args(argv)
+    if args.repeats < 1:
+        parser.error("--repeats must be at least 1")
+    from assistant.config import load_config
+
+    settings = load_config(flags={"profile": args.profile}).settings
+    figures = measure(settings, args.repeats)
+    report = {
+        "profile": args.profile,
+        **figures,
+        "speedup": figures["same_server_ms"]["p50"] / figures["background_ms"]["p50"],
+    }
+    if args.json:
+        print(json.dumps(report))
+        return 0
+    print("| next turn's first piece | p50 ms | p95 ms |")
+    print("| --- | --- | --- |")
+    for place, label in (
+        ("no_rating", "no rating before it"),
+        ("same_server", "after a rating on the same server"),
+        ("background", "after a rating on the background server"),
+    ):
+        shown = figures[f"{place}_ms"]
+        print(f"| {label} | {shown['p50']:.0f} | {shown['p95']:.0f} |")
+    print(f"speedup (p50, same server / background server): {report['speedup']:.1f}x")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
