@@ -288,7 +288,26 @@ def test_two_messages_in_one_turn_are_apart_and_loops_stop(stores: Stores) -> No
     assert "".join(pieces) == "One.\nTwo." and turn.reply == "One.\nTwo."
     looping = ScriptedStream(action("memory_search", True, query="keys"))
     turn = make_agent(looping, stores).respond(UserText("Where are my keys?"))
-    assert len(looping.calls) == 2 and [s.tool for s in turn.steps] == ["memory_search"] * 2
+    assert len(looping.calls) == 2
+    assert [s.tool for s in turn.steps] == ["memory_search", "memory_search", "send_message"]
+    assert turn.reply == FALLBACK_MESSAGE, "a user who asked is not left in silence"
+
+
+def test_a_user_message_gets_an_answer_after_a_step_that_asked_for_none(stores: Stores) -> None:
+    llm = ScriptedStream(
+        action("core_memory_append", label="human", content="Sister Beatrix lives in Porto."),
+        say("Noted: Beatrix lives in Porto."),
+    )
+    turn = make_agent(llm, stores).respond(UserText("My sister Beatrix lives in Porto."))
+    assert [s.tool for s in turn.steps] == ["core_memory_append", "send_message"]
+    assert turn.reply == "Noted: Beatrix lives in Porto."
+    assert llm.calls[1][-1] == {
+        "role": "system",
+        "content": "[note] Now answer the user with send_message.",
+    }
+    quiet = ScriptedStream(action("core_memory_append", label="human", content="Likes tea."))
+    tick = make_agent(quiet, stores).respond(HeartbeatTick())
+    assert len(quiet.calls) == 1 and tick.reply == "", "no one asked: no answer is forced"
 
 
 def test_the_schema_lets_no_step_follow_a_message() -> None:

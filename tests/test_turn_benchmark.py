@@ -26,7 +26,7 @@ def test_json_has_every_figure_per_profile(
     monkeypatch.setenv("BRAIN_CONFIG", str(config))
     monkeypatch.setenv("BRAIN_CACHE_DIR", str(session_cache))
     monkeypatch.setattr(scale, "real_embedder", lambda: embedder)
-    code = turn.main(["--profiles", "fast", "--turns", "2", "--memories", "40", "--json"])
+    code = turn.main(["--profiles", "fast", "--turns", "1", "--memories", "20", "--json"])
     assert code == 0
     report = json.loads(capsys.readouterr().out)
     fast = report["fast"]
@@ -34,5 +34,4 @@ def test_json_has_every_figure_per_profile(
         assert 0 < fast[figure]["p50"] <= fast[figure]["p95"]
         assert 0 < fast["defeated"][figure]["p50"] <= fast["defeated"][figure]["p95"]
     assert fast["cache_speedup"] > 0
-    assert fast["turns"] == 2 and 0 <= fast["replied"] <= 2
-    assert fast["prompt_cache_mb"] == 1024
+    assert fast["turns"] == 1 and 0 <= fast["replied"] <= 1

@@ -211,8 +211,17 @@ class Agent:
                 continue
             if not self._run(outcome, turn):
                 continue
-            if not outcome.request_heartbeat or self._repeated(outcome, turn):
+            if self._repeated(outcome, turn):
+                break
+            if outcome.request_heartbeat:
+                continue
+            if turn.reply or not from_user(event):
                 return turn
+            # The user is waiting: a step that saved or looked something up without asking
+            # for another one (the 1.5B model does this) still gets a step to answer in.
+            self.context.push(
+                {"role": "system", "content": "[note] Now answer the user with send_message."}
+            )
         if not turn.reply and from_user(event):
             self._say_fallback(turn, on_text)
         return turn
