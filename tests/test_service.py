@@ -443,6 +443,30 @@ def test_a_stale_socket_from_a_killed_service_is_replaced(
         assert brain(loaded, "stop").returncode == 0
 
 
+def test_two_clients_starting_it_at_once_share_one_service(
+    loaded_for: Callable[..., LoadedConfig],
+) -> None:
+    with scripted_endpoint("stream", action("One of us.")) as (url, _):
+        loaded = loaded_for(**{"llm.base_url": url, "service.background": "true"})
+
+        async def both() -> list[int]:
+            clients = await asyncio.gather(
+                ServiceClient.connect(loaded, "first"), ServiceClient.connect(loaded, "second")
+            )
+            pids = [client.welcome.pid for client in clients]
+            for client in clients:
+                await client.close()
+            return pids
+
+        try:
+            first, second = asyncio.run(both())
+            assert first == second, "both attached to the one service that owns the folder"
+        finally:
+            assert brain(loaded, "stop").returncode == 0
+        time.sleep(1)
+        assert OwnerLock(loaded.settings.data_dir).wait_free(0), "the second service left"
+
+
 def test_clients_that_do_not_start_it_say_so(loaded_for: Callable[..., LoadedConfig]) -> None:
     loaded = loaded_for()
     with pytest.raises(ServiceNotRunning):

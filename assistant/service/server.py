@@ -153,7 +153,13 @@ class AssistantService:
     async def serve(self) -> None:
         """Listen until stopped; raises AlreadyRunning if another service owns the folder."""
         self._loop = asyncio.get_running_loop()
-        if not await asyncio.to_thread(self._lock.acquire, self.owner_wait_s):
+        # A service that answers on the socket owns the folder: leave at once (two clients
+        # started one each). One that does not answer is shutting down: wait for it.
+        owned = self._lock.acquire() or (
+            not await self._socket_answers()
+            and await asyncio.to_thread(self._lock.acquire, self.owner_wait_s)
+        )
+        if not owned:
             raise AlreadyRunning(
                 f"a Brain OS service (pid {self._lock.holder()}) already owns "
                 f"{self.settings.data_dir}"
@@ -181,6 +187,14 @@ class AssistantService:
             log.info("stopping: %s", reason)
             self._broadcast(Bye(reason=reason))
             self._stop.set()
+
+    async def _socket_answers(self) -> bool:
+        try:
+            _, writer = await asyncio.open_unix_connection(str(self.socket))
+        except OSError:
+            return False
+        writer.close()
+        return True
 
     async def _listen(self) -> asyncio.Server:
         private_dir(self.socket.parent)
@@ -280,11 +294,12 @@ class AssistantService:
             if client is not None:
                 client.send(Notice(text="message too long; disconnecting", level="error"))
         finally:
-            if client is not None and client in self.clients:
+            writer.close()
+            # A connection that never said hello (a probe) does not count as a client leaving.
+            if client is not None:
                 self.clients.remove(client)
                 log.info("%s left (%d attached)", client.name, len(self.clients))
-            writer.close()
-            self._stop_when_idle()
+                self._stop_when_idle()
 
     def _hello(self, line: bytes, writer: asyncio.StreamWriter) -> Hello | None:
         try:
