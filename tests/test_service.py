@@ -21,7 +21,7 @@ from pathlib import Path
 import pytest
 
 from assistant.config import LoadedConfig, load_config
-from assistant.service.client import ServiceClient, ServiceNotRunning
+from assistant.service.client import ServiceClient, ServiceNotRunning, launch_environment
 from assistant.service.paths import OwnerLock, socket_path
 from assistant.service.protocol import (
     MAX_SAY_CHARS,
@@ -362,14 +362,7 @@ def _flags(loaded: LoadedConfig) -> dict[str, object]:
 def brain(
     loaded: LoadedConfig, *args: str, stdin: str | None = None
 ) -> subprocess.CompletedProcess[str]:
-    environment = {
-        **os.environ,
-        **{
-            "BRAIN_" + key.replace(".", "_").upper(): str(value)
-            for key, value in _flags(loaded).items()
-        },
-        "BRAIN_CONFIG": str(loaded.config_file),
-    }
+    environment = launch_environment(loaded)
     return subprocess.run(
         [sys.executable, "-m", "assistant.cli", *args],
         input=stdin,

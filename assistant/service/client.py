@@ -136,10 +136,9 @@ async def _read_update(reader: asyncio.StreamReader) -> Update | None:
         return Notice(text=f"unreadable update from the service: {describe(error)}", level="error")
 
 
-def launch_service(loaded: LoadedConfig) -> subprocess.Popen[bytes]:
-    """Start ``brain serve`` in its own session (closing a terminal does not stop it), with
-    the settings this client was given: flags travel as environment variables, not argv,
-    so an API key never shows in the process list."""
+def launch_environment(loaded: LoadedConfig) -> dict[str, str]:
+    """This process's environment plus the settings ``loaded`` took from flags (as
+    ``BRAIN_*`` variables) and its config file: a child ``brain`` loads the same settings."""
     environment = dict(os.environ)
     for key, source in loaded.sources.items():
         if source.startswith("flag"):
@@ -147,6 +146,14 @@ def launch_service(loaded: LoadedConfig) -> subprocess.Popen[bytes]:
             environment[env_name(key)] = "" if value is None else str(value)
     if loaded.config_file != default_config_file():
         environment["BRAIN_CONFIG"] = str(loaded.config_file)
+    return environment
+
+
+def launch_service(loaded: LoadedConfig) -> subprocess.Popen[bytes]:
+    """Start ``brain serve`` in its own session (closing a terminal does not stop it), with
+    the settings this client was given: flags travel as environment variables, not argv,
+    so an API key never shows in the process list."""
+    environment = launch_environment(loaded)
     log_path = service_log(loaded)
     log_path.parent.mkdir(parents=True, exist_ok=True)
     with log_path.open("ab") as log:
