@@ -21,7 +21,9 @@ from memory.locking import WriteLock
 from memory.stream import MemoryStream
 from tests.conftest import REPO
 
-ROUNDS = 50
+# Each round starts a process that loads the embedder (~3 s on 2 cores): 20 random kill
+# moments, not more, keep this test near a minute.
+ROUNDS = 20
 
 
 def adder(data_dir: Path, settings: Settings, label: str, count: int) -> subprocess.Popen[str]:
