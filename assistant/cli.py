@@ -46,6 +46,8 @@ def build_parser() -> argparse.ArgumentParser:
     command("chat", "talk to the assistant in this terminal (plain text, streamed)")
     ask = command("ask", "send one message, print the reply, exit")
     ask.add_argument("text", nargs="+", help="the message")
+    listen = command("listen", "speak an audio file to the assistant (headless voice), exit")
+    listen.add_argument("file", type=Path, help="a WAV (or any audio ffmpeg reads)")
     tasks = command("tasks", "list what the service is working on (does not start it)")
     tasks.add_argument("--json", action="store_true", help="print one JSON object")
     command("stop", "stop the assistant service")
@@ -70,6 +72,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         "serve": _serve,
         "chat": _chat,
         "ask": _ask,
+        "listen": _listen,
         "tasks": _tasks,
         "stop": _stop,
     }
@@ -114,6 +117,12 @@ def _ask(loaded: LoadedConfig, args: argparse.Namespace) -> int:
     from assistant.service.terminal import ask
 
     return asyncio.run(ask(loaded, " ".join(args.text)))
+
+
+def _listen(loaded: LoadedConfig, args: argparse.Namespace) -> int:
+    from assistant.service.terminal import listen
+
+    return asyncio.run(listen(loaded, args.file))
 
 
 def _tasks(loaded: LoadedConfig, args: argparse.Namespace) -> int:

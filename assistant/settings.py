@@ -17,6 +17,8 @@ APP_NAME = "brain-os"
 Profile = Literal["quality", "fast"]
 JsonMode = Literal["auto", "json_object_schema", "json_schema", "json_object"]
 ToolCalling = Literal["auto", "native", "json_action"]
+VoiceMode = Literal["always", "push_to_talk", "muted"]
+SpeakReplies = Literal["spoken", "always", "never"]
 
 
 def default_data_dir() -> Path:
@@ -99,8 +101,38 @@ class EmbedderSettings(Section):
 
 
 class AudioSettings(Section):
-    input_device: str | None = Field(None, description="Microphone name or index; empty: default.")
+    input_device: str | None = Field(
+        None,
+        description='Microphone name or index; empty: the default; "none": no sound card '
+        "(headless: `brain listen FILE` speaks into it).",
+    )
     output_device: str | None = Field(None, description="Speaker name or index; empty: default.")
+
+
+class VoiceSettings(Section):
+    enabled: bool = Field(True, description="Listen and speak (false: text only).")
+    mode: VoiceMode = Field(
+        "always",
+        description="always (listen all the time), push_to_talk (only while the talk key is "
+        "down) or muted.",
+    )
+    speak_replies: SpeakReplies = Field(
+        "spoken",
+        description="Which replies are read aloud: to spoken turns only, always, or never.",
+    )
+    barge_in: bool = Field(
+        True, description="Speaking over a reply stops it (false: it plays to the end)."
+    )
+    end_silence_ms: int = Field(
+        600,
+        ge=200,
+        le=3000,
+        description="Silence that ends your turn (less: quicker replies, more: fewer cuts "
+        "mid-sentence; see docs/BENCHMARKS.md).",
+    )
+    max_utterance_s: float = Field(
+        30.0, gt=1, le=300, description="Longest single utterance; longer speech is cut here."
+    )
 
 
 class AgentSettings(Section):
@@ -147,6 +179,7 @@ class Settings(Section):
     tts: TTSSettings = Field(default_factory=TTSSettings)
     embedder: EmbedderSettings = Field(default_factory=EmbedderSettings)
     audio: AudioSettings = Field(default_factory=AudioSettings)
+    voice: VoiceSettings = Field(default_factory=VoiceSettings)
     agent: AgentSettings = Field(default_factory=AgentSettings)
     service: ServiceSettings = Field(default_factory=ServiceSettings)
 

@@ -18,11 +18,12 @@ from __future__ import annotations
 
 import argparse
 import json
-import statistics
 import sys
 import time
 from collections.abc import Sequence
 from typing import Any
+
+from benchmarks.stats import percentiles
 
 
 def log(message: str) -> None:
@@ -60,12 +61,6 @@ def first_piece_ms(client: Any, messages: Sequence[dict[str, str]]) -> float:
     finally:
         pieces.close()
     return (time.perf_counter() - started) * 1000
-
-
-def percentiles(values: Sequence[float]) -> dict[str, float]:
-    ordered = sorted(values)
-    index = min(len(ordered) - 1, max(0, round(0.95 * (len(ordered) - 1))))
-    return {"p50": statistics.median(ordered), "p95": ordered[index]}
 
 
 def measure(settings: Any, repeats: int) -> dict[str, Any]:

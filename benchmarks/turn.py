@@ -46,6 +46,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from benchmarks.stats import percentiles
+
 CONVERSATION = (
     "Hi, I'm Sam. I just moved to Leeds for a new job.",
     "My sister Beatrix lives in Porto; remember that, please.",
@@ -82,12 +84,6 @@ class Timing:
 
 def log(message: str) -> None:
     print(message, file=sys.stderr, flush=True)
-
-
-def percentiles(values: Sequence[float]) -> dict[str, float]:
-    ordered = sorted(values)
-    index = min(len(ordered) - 1, max(0, round(0.95 * (len(ordered) - 1))))
-    return {"p50": statistics.median(ordered), "p95": ordered[index]}
 
 
 class Clocked:

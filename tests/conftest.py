@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 import shutil
 import tempfile
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
@@ -16,10 +16,14 @@ from assistant.config import LoadedConfig, load_config
 from assistant.llm.client import LLMClient
 from assistant.llm.runtime import LLMRuntime
 from assistant.model_paths import ProfileModels
+from assistant.service.server import AssistantService
 from assistant.settings import Settings
 from memory.embedder import OnnxSentenceEmbedder
 from memory.stream import MemoryStream
+from tests.helpers.service import InProcess
 from tests.memory_helpers import Clock
+from voice.stt import WhisperSTT
+from voice.tts import PiperTTS
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -34,8 +38,16 @@ def make_loaded(
     profile: str, data_dir: Path, cache_dir: Path, config_text: str = "", **flags: str
 ) -> LoadedConfig:
     """Settings as the command line would load them: ``flags`` over a config file of its own
-    (``config_text``) next to ``data_dir``, the environment ignored."""
-    given = {"profile": profile, "data_dir": str(data_dir), "cache_dir": str(cache_dir), **flags}
+    (``config_text``) next to ``data_dir``, the environment ignored; voice off unless
+    ``flags`` turn it on."""
+    given = {
+        "profile": profile,
+        "data_dir": str(data_dir),
+        "cache_dir": str(cache_dir),
+        # The speech loop loads Whisper and Piper: only the tests of voice turn it on.
+        "voice.enabled": "false",
+        **flags,
+    }
     config_file = data_dir.parent / "config.toml"
     config_file.parent.mkdir(parents=True, exist_ok=True)
     config_file.write_text(config_text, encoding="utf-8")
@@ -72,6 +84,19 @@ def embedder(fast_settings: Settings) -> OnnxSentenceEmbedder:
 
 
 @pytest.fixture(scope="session")
+def fast_stt(fast_settings: Settings) -> WhisperSTT:
+    """Whisper tiny.en (the fast profile's), loaded once."""
+    return WhisperSTT(ProfileModels(fast_settings).stt().directory)
+
+
+@pytest.fixture(scope="session")
+def fast_tts(fast_settings: Settings) -> PiperTTS:
+    """The fast profile's Piper voice, loaded once."""
+    paths = ProfileModels(fast_settings).tts()
+    return PiperTTS(paths.model, paths.config)
+
+
+@pytest.fixture(scope="session")
 def fast_llm(fast_settings: Settings) -> Iterator[LLMClient]:
     """The fast profile's model on a real local llama.cpp server, shared by the session."""
     runtime = LLMRuntime(fast_settings, ProfileModels(fast_settings))
@@ -91,3 +116,38 @@ def stream(tmp_path: Path, embedder: OnnxSentenceEmbedder, clock: Clock) -> Iter
     memory = MemoryStream(tmp_path / "data", embedder, clock=clock)
     yield memory
     memory.close()
+
+
+@pytest.fixture
+def loaded_for(
+    tmp_path: Path, session_cache: Path, runtime_dir: Path
+) -> Callable[..., LoadedConfig]:
+    """Settings for a service of the fast profile in this test's own folders."""
+
+    def make(config_text: str = "", **flags: str) -> LoadedConfig:
+        return make_loaded(
+            "fast",
+            tmp_path / "data",
+            session_cache,
+            config_text,
+            **{"service.runtime_dir": str(runtime_dir), **flags},
+        )
+
+    return make
+
+
+@pytest.fixture
+def start_service(
+    embedder: OnnxSentenceEmbedder,
+) -> Iterator[Callable[..., InProcess]]:
+    """Starts services in-process (stopped after the test)."""
+    running: list[InProcess] = []
+
+    def start(loaded: LoadedConfig, **options: object) -> InProcess:
+        service = AssistantService(loaded, embedder=embedder, **options)  # type: ignore[arg-type]
+        running.append(InProcess(service))
+        return running[-1]
+
+    yield start
+    for service in running:
+        service.stop()

@@ -314,3 +314,42 @@ def test_the_schema_lets_no_step_follow_a_message() -> None:
     alternatives = {a["properties"]["tool"]["const"]: a for a in action_schema()["anyOf"]}
     assert alternatives["send_message"]["properties"]["request_heartbeat"] == {"const": False}
     assert alternatives["recall_search"]["properties"]["request_heartbeat"] == {"type": "boolean"}
+
+
+def test_a_spoken_reply_cut_off_keeps_only_what_was_heard(stores: Stores) -> None:
+    llm = ScriptedStream(
+        say("Lisbon is sunny today. Tomorrow brings rain in the afternoon."),
+        say("Okay."),
+    )
+    agent = make_agent(llm, stores)
+    turn = agent.respond(UserUtterance("What's the weather in Lisbon?", 0.9))
+    agent.heard_only("Lisbon is sunny today. Tomorrow")
+
+    kept = "Lisbon is sunny today. Tomorrow [interrupted]"
+    history = [json.loads(m["content"]) for m in agent.context.fifo if m["role"] == "assistant"]
+    assert history[-1]["arguments"]["message"] == kept
+    # The memory stream's record says what was heard; its change history keeps the whole reply.
+    records = {r.text: r for r in stores.stream.list_memories(page_size=10).items}
+    assert f"Brain OS: {kept}" in records and f"Brain OS: {turn.reply}" not in records
+    change = stores.stream.changes(records[f"Brain OS: {kept}"].id)[0]
+    assert change.before["text"] == f"Brain OS: {turn.reply}"
+    # Recall storage keeps what was written and a note of what was heard.
+    assert recalled(stores)[-2:] == [
+        ("assistant", turn.reply),
+        (
+            "system",
+            "[the user interrupted the spoken reply; they heard: "
+            "'Lisbon is sunny today. Tomorrow']",
+        ),
+    ]
+    # The next prompt shows the cut reply, not the whole one.
+    agent.respond(UserText("Stop, thanks."))
+    assert kept in llm.calls[1][-2]["content"]
+
+
+def test_a_reply_cut_before_any_of_it_was_heard(stores: Stores) -> None:
+    agent = make_agent(ScriptedStream(say("A long answer.")), stores)
+    agent.respond(UserUtterance("Tell me something.", 0.9))
+    agent.heard_only("")
+    last = json.loads(agent.context.fifo[-1]["content"])
+    assert last["arguments"]["message"] == "(interrupted before it was heard)"

@@ -13,9 +13,8 @@ import socket
 import stat
 import subprocess
 import sys
-import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -43,87 +42,8 @@ from assistant.service.protocol import (
 )
 from assistant.service.server import AlreadyRunning, AssistantService
 from memory.embedder import OnnxSentenceEmbedder
-from tests.conftest import make_loaded
 from tests.helpers.fake_openai import scripted_endpoint
-
-
-def action(message: str) -> str:
-    return json.dumps(
-        {"tool": "send_message", "arguments": {"message": message}, "request_heartbeat": False}
-    )
-
-
-@pytest.fixture
-def loaded_for(
-    tmp_path: Path, session_cache: Path, runtime_dir: Path
-) -> Callable[..., LoadedConfig]:
-    def make(config_text: str = "", **flags: str) -> LoadedConfig:
-        return make_loaded(
-            "fast",
-            tmp_path / "data",
-            session_cache,
-            config_text,
-            **{"service.runtime_dir": str(runtime_dir), **flags},
-        )
-
-    return make
-
-
-class InProcess:
-    """A service on its own event loop in a thread, as `brain serve` runs it."""
-
-    def __init__(self, service: AssistantService) -> None:
-        self.service = service
-        self.error: BaseException | None = None
-        self.thread = threading.Thread(target=self._run, daemon=True)
-        self.thread.start()
-        if not service.ready.wait(30):
-            raise AssertionError(f"the service did not start listening: {self.error}")
-
-    def _run(self) -> None:
-        try:
-            asyncio.run(self.service.serve())
-        except BaseException as error:  # reported by the test
-            self.error = error
-
-    def stopped(self, timeout: float = 30) -> bool:
-        self.thread.join(timeout)
-        return not self.thread.is_alive()
-
-    def stop(self) -> None:
-        loop = self.service._loop
-        if self.thread.is_alive() and loop is not None:
-            loop.call_soon_threadsafe(self.service.stop, "test over")
-        assert self.stopped(), "the service did not stop"
-
-
-@pytest.fixture
-def start_service(
-    embedder: OnnxSentenceEmbedder,
-) -> Iterator[Callable[..., InProcess]]:
-    running: list[InProcess] = []
-
-    def start(loaded: LoadedConfig, **options: object) -> InProcess:
-        service = AssistantService(loaded, embedder=embedder, **options)  # type: ignore[arg-type]
-        running.append(InProcess(service))
-        return running[-1]
-
-    yield start
-    for service in running:
-        service.stop()
-
-
-async def until(
-    client: ServiceClient, wanted: Callable[[Update], bool], timeout: float = 30
-) -> list[Update]:
-    """Every update up to and including the first ``wanted`` one."""
-    seen: list[Update] = []
-    async with asyncio.timeout(timeout):
-        async for update in client.updates():
-            seen.append(update)
-            if wanted(update):
-                return seen
-    raise AssertionError(f"the connection closed before the wanted update; saw {seen}")
+from tests.helpers.service import InProcess, action, until
 
 
 def reply_end(update: Update) -> bool:

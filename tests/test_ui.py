@@ -14,15 +14,22 @@ from textual.widgets import Input
 
 from assistant.agent.session import open_stores
 from assistant.config import LoadedConfig
+from assistant.service.client import ServiceClient
 from assistant.service.paths import OwnerLock, socket_path
+from assistant.service.protocol import Listen
 from assistant.service.terminal import ask, stop
 from memory.embedder import OnnxSentenceEmbedder
 from tests.conftest import make_loaded
 from tests.helpers.fake_openai import scripted_endpoint
-from tests.test_service import action
+from tests.helpers.service import action
 from ui.app import BrainApp
 from ui.screens.conversation import ConversationScreen
-from ui.widgets.chat import MessageView
+from ui.widgets.chat import MessageView, heard_end
+from ui.widgets.voice import LevelMeter
+
+# Voice on, headless: Whisper and Piper load, and a WAV is "spoken" with a Listen request.
+HEADLESS_VOICE = {"voice.enabled": "true", "audio.input_device": "none"}
+GO_FORWARD = Path(__file__).parent.parent / "voice" / "data" / "goforward.wav"
 
 
 async def wait_for(condition: Callable[[], object], timeout: float) -> None:
@@ -52,6 +59,10 @@ def status_text(screen: ConversationScreen) -> str:
     return str(screen.query_one("#status-text").render())
 
 
+def voice_text(screen: ConversationScreen) -> str:
+    return str(screen.query_one("#voice-state").render())
+
+
 def views(screen: ConversationScreen, role: str) -> list[MessageView]:
     return [v for v in screen.query(MessageView) if v.role == role]
 
@@ -71,9 +82,9 @@ async def test_typed_question_gets_a_streamed_reply_from_the_local_model(
     async with app.run_test(size=(100, 30)) as pilot:
         screen = app.screen
         assert isinstance(screen, ConversationScreen)
-        assert "qwen2.5-coder-0.5b-instruct" in screen.sub_title
+        assert "qwen2.5-coder-0.5b-instruct" in str(screen.sub_title)
         await wait_for(lambda: screen.state == "ready", 240)
-        assert "at http://127.0.0.1:" in screen.sub_title
+        assert "at http://127.0.0.1:" in str(screen.sub_title)
 
         await pilot.click("#prompt")
         await pilot.press(*"Name three fruits, one per line.")
@@ -109,6 +120,7 @@ async def test_a_turn_from_another_client_shows_in_the_window(
             screen = app.screen
             assert isinstance(screen, ConversationScreen)
             await wait_for(lambda: screen.state == "ready", 60)
+            assert "voice off" in voice_text(screen)
             answered = await ask(loaded, "Where does Ana live?")
             assert answered == 0
             await wait_for(lambda: views(screen, "assistant") and not screen.replying, 30)
@@ -178,3 +190,78 @@ async def test_quitting_says_when_the_service_keeps_running(
         await pilot.press("ctrl+q")
     assert app.farewell is not None and "service.background = true" in app.farewell
     assert await stop(loaded) == 0
+
+
+async def test_voice_in_the_window_state_keys_a_spoken_turn_and_a_cut_reply(
+    loaded_for: Callable[..., LoadedConfig],
+) -> None:
+    """One service for every voice check: loading Whisper and Piper is most of the time."""
+    reply = (
+        "Going forward ten meters now. When I get there I will stop, look around, and wait "
+        "for you to tell me what to do next."
+    )
+    with scripted_endpoint("stream", action(reply)) as (url, _):
+        loaded = loaded_for(**{"llm.base_url": url, **HEADLESS_VOICE})
+        app = BrainApp(loaded)
+        async with app.run_test(size=(100, 30)) as pilot:
+            screen = app.screen
+            assert isinstance(screen, ConversationScreen)
+            await wait_for(lambda: "listening" in voice_text(screen), 60)
+            assert screen.query_one(LevelMeter).display
+            palette = [command.title for command in app.get_system_commands(screen)]
+            assert "Voice: Mute/unmute" in palette and "Voice: Talk" not in palette
+            await pilot.press("f5")
+            await wait_for(lambda: "muted" in voice_text(screen), 10)
+            assert "f5 unmutes" in voice_text(screen)
+            await pilot.press("f5")
+            await wait_for(lambda: "listening" in voice_text(screen), 10)
+
+            # A WAV spoken into the headless microphone, as `brain listen` does it.
+            other = await ServiceClient.connect(loaded, "test")
+            await other.send(Listen(path=str(GO_FORWARD)))
+            await other.close()
+            levels: set[int] = set()
+
+            def spoken() -> bool:
+                levels.add(screen.query_one(LevelMeter).eighths)
+                return bool(views(screen, "user"))
+
+            await wait_for(spoken, 30)
+            [user] = views(screen, "user")
+            assert "forward" in user.text.lower()
+            assert user.note.startswith("🎤 ") and user.note.endswith("%")
+            assert max(levels) > 0, "the meter moves while the user speaks"
+
+            # The reply is read aloud (for several seconds); Escape cuts it off.
+            await wait_for(lambda: views(screen, "assistant"), 30)
+            [answer] = views(screen, "assistant")
+            await wait_for(lambda: answer.border_subtitle, 30)  # the first sound went out
+            timings = str(answer.border_subtitle)
+            assert "stt" in timings and "sound" in timings
+            await wait_for(lambda: "speaking" in voice_text(screen), 10)
+            await pilot.press("escape")
+            await wait_for(lambda: answer.heard is not None, 10)
+            await wait_for(lambda: not screen.replying, 10)
+            assert answer.text.startswith("Going forward")
+            assert "cut off here" in str(answer.render())
+
+            await pilot.press("f6")
+            await wait_for(lambda: "push to talk" in voice_text(screen), 10)
+            await pilot.press("ctrl+t")
+            await wait_for(lambda: "hearing you" in voice_text(screen), 10)
+            await asyncio.sleep(0.5)
+            await pilot.press("ctrl+t")  # half a second of silence: nothing to answer
+            await wait_for(lambda: views(screen, "aside"), 20)
+            assert "not heard" in views(screen, "aside")[0].text
+            await pilot.press("f6")
+            await wait_for(lambda: "listening" in voice_text(screen), 10)
+            await quit_and_wait(pilot, loaded)
+
+
+def test_the_cut_falls_after_the_last_word_heard() -> None:
+    text = "Go **forward** ten meters. Then see [the map](https://x.org/m) and stop."
+    assert text[: heard_end(text, "Go forward ten meters.")] == "Go **forward** ten meters."
+    assert text[: heard_end(text, "Go forward ten meters. Then see the")] == (
+        "Go **forward** ten meters. Then see [the"
+    )
+    assert heard_end(text, "") == 0

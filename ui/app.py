@@ -2,8 +2,12 @@
 
 from __future__ import annotations
 
-from textual.app import App
+from collections.abc import Iterable
+from typing import Any
+
+from textual.app import App, SystemCommand
 from textual.binding import Binding
+from textual.screen import Screen
 
 from assistant.config import LoadedConfig
 from ui.screens.conversation import ConversationScreen
@@ -22,6 +26,11 @@ class BrainApp(App[None]):
 
     def on_mount(self) -> None:
         self.push_screen(ConversationScreen(self.loaded))
+
+    def get_system_commands(self, screen: Screen[Any]) -> Iterable[SystemCommand]:
+        yield from super().get_system_commands(screen)
+        if isinstance(screen, ConversationScreen):
+            yield from screen.commands()
 
     async def action_quit(self) -> None:
         screen = self.screen

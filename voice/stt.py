@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import re
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol
@@ -27,9 +28,32 @@ class Transcript:
         return math.exp(self.avg_logprob) if self.avg_logprob > -50 else 0.0
 
 
+# What Whisper writes for noise, breathing or silence: it learned them from the end of subtitled
+# videos. Said for real, they come with confident tokens; see ``noise_phrase``.
+NOISE_PHRASES = frozenset(
+    {
+        "thank you",
+        "thanks",
+        "thank you for watching",
+        "thanks for watching",
+        "please subscribe",
+        "you",
+        "bye",
+        "oh",
+        "so",
+        "okay",
+        "hmm",
+        "subtitles by the amara org community",
+    }
+)
+# A known noise phrase counts as heard only when Whisper was this sure of it.
+NOISE_PHRASE_MAX_NO_SPEECH = 0.2
+NOISE_PHRASE_MIN_LOGPROB = -0.8
+
+
 class SpeechToText(Protocol):
-    def transcribe(self, audio: NDArray[np.float32]) -> Transcript:
-        """Transcribe mono float32 audio at 16 kHz."""
+    def transcribe(self, audio: NDArray[np.float32], prompt: str | None = None) -> Transcript:
+        """Transcribe mono float32 audio at 16 kHz; ``prompt`` primes names and spellings."""
 
     def transcribe_file(self, path: Path) -> Transcript:
         """Transcribe any audio file (decoded and resampled to 16 kHz mono)."""
@@ -62,21 +86,22 @@ class WhisperSTT:
         self.language = language
         self._english_only = not self._model.model.is_multilingual
 
-    def transcribe(self, audio: NDArray[np.float32]) -> Transcript:
-        return self._run(np.ascontiguousarray(audio, dtype=np.float32))
+    def transcribe(self, audio: NDArray[np.float32], prompt: str | None = None) -> Transcript:
+        return self._run(np.ascontiguousarray(audio, dtype=np.float32), prompt)
 
     def transcribe_file(self, path: Path) -> Transcript:
         from faster_whisper import decode_audio
 
-        return self._run(decode_audio(str(path), sampling_rate=SAMPLE_RATE))
+        return self._run(decode_audio(str(path), sampling_rate=SAMPLE_RATE), None)
 
-    def _run(self, audio: NDArray[np.float32]) -> Transcript:
+    def _run(self, audio: NDArray[np.float32], prompt: str | None) -> Transcript:
         language = "en" if self._english_only else self.language
         segments, info = self._model.transcribe(
             audio,
             beam_size=self.beam_size,
             language=language,
             condition_on_previous_text=False,
+            initial_prompt=prompt or None,
             vad_filter=False,
         )
         collected = list(segments)
@@ -94,3 +119,27 @@ class WhisperSTT:
             avg_logprob=avg_logprob,
             no_speech_prob=no_speech,
         )
+
+
+def not_heard(transcript: Transcript) -> str | None:
+    """Why a transcript should be dropped rather than answered, or None when it was speech.
+
+    faster-whisper already empties segments it judges silent (no-speech probability over 0.6
+    with low token confidence); what is left to catch is its stock phrases on noise that
+    slipped past the VAD, which it writes with little confidence.
+    """
+    words = _plain(transcript.text)
+    if not words:
+        return "nothing recognisable was said"
+    if words in NOISE_PHRASES and (
+        transcript.no_speech_prob > NOISE_PHRASE_MAX_NO_SPEECH
+        or transcript.avg_logprob < NOISE_PHRASE_MIN_LOGPROB
+    ):
+        return f"{transcript.text!r} is what Whisper says for noise, and it was unsure"
+    return None
+
+
+def _plain(text: str) -> str:
+    """Lower-case words only: bracketed sound labels ([Music], (silence)) and symbols go."""
+    text = re.sub(r"\[[^\]]*\]|\([^)]*\)|\*[^*]*\*", " ", text.lower())
+    return " ".join(re.sub(r"[^a-z0-9' ]+", " ", text).split())

@@ -471,6 +471,36 @@ class Agent:
             self._recall("assistant", kept)
             turn.reply = f"{turn.reply}\n{kept}".strip()
 
+    def heard_only(self, heard: str) -> None:
+        """The last reply was spoken and the user cut in: only ``heard`` reached their ears.
+
+        The history keeps what was heard, marked as interrupted, so the model does not
+        assume the user knows the rest; the memory stream's record of the reply is edited to
+        match (its change history keeps the full text); recall storage keeps both, as written.
+        """
+        said = [
+            (index, message)
+            for index, message in enumerate(self.context.fifo)
+            if index >= self.context.event_start and _sent_message(message) is not None
+        ]
+        left = heard.split()
+        for index, message in said:
+            # Counted in words: what was heard is the speakable form (markup read out).
+            count = len(str(_sent_message(message)).split())
+            kept, left = " ".join(left[:count]), left[count:]
+            if len(kept.split()) == count:
+                continue
+            text = kept + INTERRUPTED if kept else "(interrupted before it was heard)"
+            action = Action("send_message", SendMessage(message=text), False)
+            self.context.fifo[index] = {"role": "assistant", "content": action.as_json()}
+            record_id = self.context.record_ids[index]
+            if record_id is not None:
+                try:
+                    self.stores.stream.edit(record_id, text=f"Brain OS: {text}")
+                except (ValueError, MemoryRequestError, OSError) as error:
+                    log.warning("could not mark the interrupted reply in memory: %s", error)
+        self._recall("system", f"[the user interrupted the spoken reply; they heard: {heard!r}]")
+
     def _failed(self, turn: Turn, message: str) -> None:
         log.warning("LLM failed: %s", message)
         turn.error = message
@@ -481,3 +511,17 @@ class Agent:
             self._sleep(seconds)
         else:
             cancel.wait(seconds)
+
+
+def _sent_message(message: Message) -> str | None:
+    """The text of a send_message action in the history, else None."""
+    if message["role"] != "assistant":
+        return None
+    try:
+        action = json.loads(message["content"])
+    except (TypeError, ValueError):
+        return None
+    if not isinstance(action, dict) or action.get("tool") != "send_message":
+        return None
+    arguments = action.get("arguments")
+    return str(arguments.get("message", "")) if isinstance(arguments, dict) else None

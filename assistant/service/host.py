@@ -129,6 +129,10 @@ class AgentHost:
     ) -> Turn:
         return self.open_memory().respond(event, on_text=on_text, cancel=cancel)
 
+    def heard_only(self, heard: str) -> None:
+        """The last reply was spoken and cut off: only ``heard`` was played."""
+        self.open_memory().heard_only(heard)
+
     def history(self, limit: int) -> list[Conversation]:
         """The last ``limit`` user and assistant messages, oldest first."""
         if self.stores is None:

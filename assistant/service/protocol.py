@@ -1,9 +1,9 @@
 """The service's wire protocol: one JSON object per line over the Unix socket, UTF-8.
 
-Version 1. A client's first line is ``hello``; the service answers ``welcome`` with its state
-and the recent conversation. After that the client sends requests and the service sends
-updates to every client at once, so two windows show the same conversation. docs/SERVICE.md
-describes each message.
+Version 2 (version 2 added the voice messages). A client's first line is ``hello``; the
+service answers ``welcome`` with its state and the recent conversation. After that the client
+sends requests and the service sends updates to every client at once, so two windows show the
+same conversation. docs/SERVICE.md describes each message.
 """
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ from typing import Annotated, Literal
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, TypeAdapter, ValidationError
 
-PROTOCOL_VERSION = 1
+PROTOCOL_VERSION = 2
 # The longest line either side sends or accepts (a message is capped far below it).
 MAX_LINE_BYTES = 1 << 20
 # The longest message a user may send in one turn (a huge paste is refused, not cut).
@@ -21,6 +21,10 @@ MAX_SAY_CHARS = 8_000
 
 ServiceState = Literal["starting", "ready", "failed", "stopping"]
 Role = Literal["user", "assistant"]
+VoiceMode = Literal["always", "push_to_talk", "muted"]
+VoiceState = Literal[
+    "off", "starting", "listening", "hearing", "thinking", "speaking", "muted", "push_to_talk"
+]
 
 
 class ProtocolError(Exception):
@@ -85,8 +89,46 @@ class Stop(Wire):
     type: Literal["stop"] = "stop"
 
 
+class SetVoice(Wire):
+    """Listen always, only while the talk key is down, or not at all."""
+
+    type: Literal["voice_mode"] = "voice_mode"
+    mode: VoiceMode
+
+
+class Talk(Wire):
+    """Push-to-talk: the talk key went down (``down``) or up (the utterance ends)."""
+
+    type: Literal["talk"] = "talk"
+    down: bool
+
+
+class StopSpeaking(Wire):
+    """Stop the reply being spoken, as if the user had cut in."""
+
+    type: Literal["stop_speaking"] = "stop_speaking"
+
+
+class Listen(Wire):
+    """Play an audio file into the microphone as if it were spoken (headless voice only)."""
+
+    type: Literal["listen"] = "listen"
+    path: str
+
+
 Request = Annotated[
-    Hello | Say | Cancel | Retry | GetTasks | Leave | Stop, Field(discriminator="type")
+    Hello
+    | Say
+    | Cancel
+    | Retry
+    | GetTasks
+    | Leave
+    | Stop
+    | SetVoice
+    | Talk
+    | StopSpeaking
+    | Listen,
+    Field(discriminator="type"),
 ]
 
 
@@ -98,6 +140,17 @@ class HistoryItem(Wire):
     text: str
 
 
+class Voice(Wire):
+    """The voice loop's state; ``level_dbfs`` is the microphone level (for a meter),
+    ``text`` says why voice is off or what it runs on."""
+
+    type: Literal["voice"] = "voice"
+    state: VoiceState
+    mode: VoiceMode = "always"
+    level_dbfs: float = -100.0
+    text: str = ""
+
+
 class Welcome(Wire):
     type: Literal["welcome"] = "welcome"
     version: int = PROTOCOL_VERSION
@@ -107,6 +160,7 @@ class Welcome(Wire):
     endpoint: str
     background: bool
     history: list[HistoryItem] = []
+    voice: Voice = Voice(state="off")
 
 
 class History(Wire):
@@ -166,6 +220,29 @@ class ReplyEnd(Wire):
     error: str | None = None
 
 
+class ReplyCut(Wire):
+    """A spoken reply was cut off by the user: ``heard`` is what had been played."""
+
+    type: Literal["reply_cut"] = "reply_cut"
+    turn: int
+    heard: str
+
+
+class NotHeard(Wire):
+    """Sound the voice loop took for speech came to nothing (too short, or noise)."""
+
+    type: Literal["not_heard"] = "not_heard"
+    reason: str
+
+
+class VoiceTimings(Wire):
+    """How long each stage of a spoken turn took, in ms after the end of the user's speech."""
+
+    type: Literal["voice_timings"] = "voice_timings"
+    turn: int
+    stages_ms: dict[str, float]
+
+
 class Work(Wire):
     kind: Literal["reply", "queued", "ratings", "switch"]
     description: str
@@ -207,6 +284,10 @@ Update = Annotated[
     | ReplyStart
     | ReplyChunk
     | ReplyEnd
+    | ReplyCut
+    | Voice
+    | VoiceTimings
+    | NotHeard
     | Tasks
     | Left
     | Notice

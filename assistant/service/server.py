@@ -39,19 +39,26 @@ from assistant.service.protocol import (
     HistoryItem,
     Leave,
     Left,
+    Listen,
     Notice,
     Progress,
     ProtocolError,
     ReplyChunk,
+    ReplyCut,
     ReplyEnd,
     ReplyStart,
     Retry,
     Say,
     ServiceState,
+    SetVoice,
     Status,
     Stop,
+    StopSpeaking,
+    Talk,
     Tasks,
     UserSaid,
+    Voice,
+    VoiceTimings,
     Welcome,
     Wire,
     Work,
@@ -59,13 +66,28 @@ from assistant.service.protocol import (
     describe,
     encode,
 )
+from assistant.service.protocol import (
+    NotHeard as Unheard,
+)
+from assistant.service.voice import VoiceBridge, VoiceRequestError
 from assistant.settings import Settings
 from memory.embedder import Embedder
 from models import Progress as WeightProgress
+from voice.loop import (
+    BargedIn,
+    FirstAudio,
+    Heard,
+    LevelChanged,
+    NotHeard,
+    StateChanged,
+)
+from voice.speech_out import ReplySpeech
+from voice.timing import Timings
 
 log = logging.getLogger(__name__)
 
 HISTORY_SHOWN = 40
+SPOKEN_FAILURE = "Sorry, I cannot answer right now; the reason is on the screen."
 HELLO_TIMEOUT_S = 10.0
 # How long a new service waits for one that is shutting down to let go of the data folder.
 OWNER_WAIT_S = 15.0
@@ -90,6 +112,16 @@ class QueuedTurn:
     turn: int
     say: Say
     accepted_at: float = field(default_factory=time.monotonic)
+    # A spoken turn's stage times, from the end of the user's speech.
+    timings: Timings | None = None
+
+
+@dataclass
+class HeardOnly:
+    """A spoken reply was cut off: the agent's history keeps only ``heard``."""
+
+    turn: int
+    heard: str
 
 
 @dataclass
@@ -130,7 +162,7 @@ class AssistantService:
         self.state: ServiceState = "starting"
         self.state_text = "starting"
         self.clients: list[Client] = []
-        self.queue: asyncio.Queue[QueuedTurn | SwitchEndpoint] = asyncio.Queue()
+        self.queue: asyncio.Queue[QueuedTurn | SwitchEndpoint | HeardOnly] = asyncio.Queue()
         self.running: RunningTurn | None = None
         # Turns accepted and not yet started, oldest first (what `brain tasks` shows).
         self.waiting: list[QueuedTurn] = []
@@ -143,9 +175,24 @@ class AssistantService:
         # spending their retries on a server that is still loading.
         self._llm_settled = asyncio.Event()
         self._starting: asyncio.Task[None] | None = None
+        self._voice_start: asyncio.Task[None] | None = None
+        self._voice_settled = asyncio.Event()
+        self._requests: set[asyncio.Task[None]] = set()
+        self._saving: asyncio.Future[None] | None = None
         self._background_start: asyncio.Task[None] | None = None
         self._lock = OwnerLock(self.settings.data_dir)
         self._ever_connected = False
+        self.voice: VoiceBridge | None = None
+        self.voice_status = Voice(state="off", mode=self.settings.voice.mode, text="voice is off")
+        if self.settings.voice.enabled:
+            self.voice = VoiceBridge(
+                self.settings,
+                self._from_thread(self._voice_event),
+                core=lambda: self.host.stores.core if self.host.stores is not None else None,
+            )
+            self.voice_status = Voice(state="starting", mode=self.settings.voice.mode)
+        # The turn whose reply is being spoken, and its speech.
+        self.speaking: tuple[int, ReplySpeech] | None = None
         self.ready = threading.Event()  # set once the socket listens (for in-process callers)
 
     # Running
@@ -216,6 +263,7 @@ class AssistantService:
         self.state = "stopping"
         if self.running is not None:
             self.running.cancel.set()
+        self._stop_speaking()
         server.close()
         for client in self.clients:
             client.writer.close()
@@ -225,9 +273,22 @@ class AssistantService:
         with contextlib.suppress(FileNotFoundError):
             self.socket.unlink()
         # A start still under way finishes in its thread; close waits for nothing else.
+        if self.voice is not None:
+            await asyncio.to_thread(self.voice.close)
+        if self._saving is not None:
+            await asyncio.gather(self._saving, return_exceptions=True)
+        await self._save_cuts()
         await asyncio.to_thread(self.host.close)
         self._lock.release()
         log.info("stopped")
+
+    async def _save_cuts(self) -> None:
+        """Replies cut off that the agent's memory does not show yet (the clients were told
+        they were cut, so that must not be lost)."""
+        while not self.queue.empty():
+            job = self.queue.get_nowait()
+            if isinstance(job, HeardOnly) and self.host.agent is not None:
+                await asyncio.to_thread(self.host.heard_only, job.heard)
 
     async def _start(self) -> None:
         try:
@@ -235,11 +296,32 @@ class AssistantService:
         except STARTUP_ERRORS as error:
             self._set_state("failed", f"the memory could not be opened: {error}")
             self._llm_settled.set()
+            self._voice_settled.set()
             return
         finally:
             self._memory_settled.set()
         self._broadcast(History(items=self._history()))
+        if self.voice is not None:
+            self._voice_start = asyncio.create_task(self._start_voice(self.voice))
+        else:
+            self._voice_settled.set()
         await self._start_llm()
+
+    async def _start_voice(self, voice: VoiceBridge) -> None:
+        try:
+            text = await asyncio.to_thread(voice.start)
+        except Exception as error:  # a voice that cannot start leaves the text path working
+            log.exception("voice did not start")
+            self._set_voice(state="off", text=f"voice is off: {error}")
+            self._broadcast(
+                Notice(text=f"voice is off: {error}; continuing by text", level="warning")
+            )
+            return
+        finally:
+            self._voice_settled.set()
+        self._set_voice(text=text)
+        if voice.headless:
+            self._broadcast(Notice(text=f"voice: {text}", level="warning"))
 
     async def _start_llm(self) -> None:
         self._llm_settled.clear()
@@ -327,6 +409,7 @@ class AssistantService:
             endpoint=self.host.describe_endpoint(),
             background=self.settings.service.background,
             history=self._history(),
+            voice=self.voice_status,
         )
 
     def _history(self) -> list[HistoryItem]:
@@ -338,10 +421,16 @@ class AssistantService:
     def _handle(self, client: Client, request: object) -> None:
         match request:
             case Say():
-                self._accept(client, request)
+                self._accept(client.name, request, client.send)
             case Cancel():
                 if self.running is not None:
                     self.running.cancel.set()
+                self._stop_speaking()
+            case SetVoice() | Talk() | StopSpeaking() | Listen():
+                # Tracked, so the task is not collected before it has run.
+                task = asyncio.create_task(self._voice_request(client, request))
+                self._requests.add(task)
+                task.add_done_callback(self._requests.discard)
             case Retry():
                 if self.state == "failed" and self.host.agent is not None:
                     self._starting = asyncio.create_task(self._start_llm())
@@ -355,13 +444,16 @@ class AssistantService:
             case Hello():
                 client.send(Notice(text="already attached", level="warning"))
 
-    def _accept(self, client: Client, say: Say) -> None:
+    def _accept(
+        self, name: str, say: Say, tell: Callable[[Wire], None], timings: Timings | None = None
+    ) -> None:
+        """Queue a turn from ``name``; ``tell`` reaches whoever should hear it was refused."""
         text = say.text.strip()
         if not text:
-            client.send(Notice(text="empty message: nothing sent", level="warning"))
+            tell(Notice(text="empty message: nothing sent", level="warning"))
             return
         if len(text) > MAX_SAY_CHARS:
-            client.send(
+            tell(
                 Notice(
                     text=f"not sent: the message is {len(text):,} characters; the limit is "
                     f"{MAX_SAY_CHARS:,}",
@@ -370,7 +462,7 @@ class AssistantService:
             )
             return
         if self._memory_settled.is_set() and self.host.agent is None:
-            client.send(Notice(text=f"not sent: {self.state_text}", level="error"))
+            tell(Notice(text=f"not sent: {self.state_text}", level="error"))
             return
         self._turns += 1
         said = say.model_copy(update={"text": text})
@@ -378,12 +470,12 @@ class AssistantService:
             UserSaid(
                 turn=self._turns,
                 text=text,
-                client=client.name,
+                client=name,
                 ref=say.ref,
                 confidence=say.confidence,
             )
         )
-        job = QueuedTurn(self._turns, said)
+        job = QueuedTurn(self._turns, said, timings=timings)
         self.waiting.append(job)
         self.queue.put_nowait(job)
 
@@ -398,6 +490,13 @@ class AssistantService:
             job = await self.queue.get()
             if isinstance(job, SwitchEndpoint):
                 await self._switch(job.settings)
+            elif isinstance(job, HeardOnly):
+                if self.host.agent is not None:
+                    # Shielded and kept: a shutdown waits for it rather than dropping it.
+                    self._saving = asyncio.ensure_future(
+                        asyncio.to_thread(self.host.heard_only, job.heard)
+                    )
+                    await asyncio.shield(self._saving)
             else:
                 await self._llm_settled.wait()
                 self.waiting.remove(job)
@@ -419,13 +518,24 @@ class AssistantService:
             if say.confidence is None
             else UserUtterance(say.text, say.confidence)
         )
-        chunk = self._from_thread(
-            lambda text: self._broadcast(ReplyChunk(turn=job.turn, text=text))
-        )
+        show = self._from_thread(lambda text: self._broadcast(ReplyChunk(turn=job.turn, text=text)))
+        speech = self._speak(job)
+
+        def chunk(text: str) -> None:
+            show(text)
+            if speech is not None:
+                speech.feed(text)
+
+        self._thinking(True)
         try:
             turn = await asyncio.to_thread(self.host.respond, event, chunk, running.cancel)
+            if speech is not None and turn.error and not turn.reply:
+                speech.feed(SPOKEN_FAILURE)  # the reason is on screen; a listener hears this
         finally:
             self.running = None
+            self._thinking(False)
+            if speech is not None:
+                speech.finish()
         self._broadcast(
             ReplyEnd(
                 turn=job.turn,
@@ -467,6 +577,94 @@ class AssistantService:
         not wait for it."""
         self._background_start = asyncio.create_task(asyncio.to_thread(self.host.start_background))
 
+    # Voice
+
+    def _speak(self, job: QueuedTurn) -> ReplySpeech | None:
+        """The speech a reply goes out as, when voice runs and this reply is to be heard."""
+        loop = self.voice.loop if self.voice is not None else None
+        wanted = self.settings.voice.speak_replies
+        if loop is None or wanted == "never" or (wanted == "spoken" and job.timings is None):
+            return None
+        speech = loop.speak(job.timings)
+        self.speaking = (job.turn, speech)
+        return speech
+
+    def _thinking(self, busy: bool) -> None:
+        if self.voice is not None and self.voice.loop is not None:
+            self.voice.loop.thinking(busy)
+
+    def _stop_speaking(self) -> None:
+        if self.voice is not None and self.voice.loop is not None:
+            heard = self.voice.loop.stop_speaking()
+            if heard is not None:
+                self._cut(heard)
+
+    def _cut(self, heard: str) -> None:
+        """The reply being spoken stopped after ``heard``: stop writing it, and let the
+        agent's history keep only what was heard (after the turn, in queue order)."""
+        if self.speaking is None:
+            return
+        turn, _ = self.speaking
+        self.speaking = None
+        if self.running is not None and self.running.turn == turn:
+            self.running.cancel.set()
+        self._broadcast(ReplyCut(turn=turn, heard=heard))
+        self.queue.put_nowait(HeardOnly(turn, heard))
+
+    async def _voice_request(
+        self, client: Client, request: SetVoice | Talk | StopSpeaking | Listen
+    ) -> None:
+        await self._voice_settled.wait()  # a request made while the models load waits for them
+        loop = self.voice.loop if self.voice is not None else None
+        if self.voice is None or loop is None:
+            client.send(
+                Notice(text=f"no voice: {self.voice_status.text or 'starting'}", level="error")
+            )
+            return
+        match request:
+            case SetVoice():
+                loop.set_mode(request.mode)
+                self._set_voice(mode=request.mode)
+            case Talk():
+                if loop.mode != "push_to_talk":
+                    client.send(Notice(text="the talk key works in push-to-talk mode"))
+                    return
+                loop.talk(request.down)
+            case StopSpeaking():
+                self._stop_speaking()
+            case Listen():
+                try:
+                    seconds = self.voice.listen(Path(request.path))
+                except VoiceRequestError as error:
+                    client.send(Notice(text=str(error), level="error"))
+                    return
+                client.send(Notice(text=f"listening to {request.path} ({seconds:.1f} s)"))
+
+    def _voice_event(self, event: object) -> None:
+        match event:
+            case StateChanged():
+                self._set_voice(state=event.state)
+            case LevelChanged():
+                self._set_voice(level_dbfs=event.dbfs)
+            case Heard():
+                said = Say(text=event.transcript.text, confidence=event.transcript.confidence)
+                self._accept("voice", said, self._broadcast, event.timings)
+            case NotHeard():
+                log.info("not heard: %s", event.reason)
+                self._broadcast(Unheard(reason=event.reason))
+            case BargedIn():
+                log.info("barge-in: playback stopped in %.1f ms", event.stop_ms)
+                self._cut(event.heard)
+            case FirstAudio():
+                stages = event.timings.since_end_of_speech_ms()
+                turn = self.speaking[0] if self.speaking is not None else self._turns
+                log.info("voice turn %d: %s", turn, stages)
+                self._broadcast(VoiceTimings(turn=turn, stages_ms=stages))
+
+    def _set_voice(self, **changes: object) -> None:
+        self.voice_status = self.voice_status.model_copy(update=changes)
+        self._broadcast(self.voice_status)
+
     # Work and lifetime
 
     def work(self) -> list[Work]:
@@ -507,6 +705,8 @@ class AssistantService:
             return f"finishing {turns} turn{'s' if turns > 1 else ''}"
         if self.switching:
             return "switching the LLM endpoint"
+        if not self.queue.empty():  # what remains is bookkeeping (a cut reply, a switch)
+            return "saving the last changes"
         return None
 
     def _stays_without(self, leaving: Client | None) -> tuple[bool, str]:
@@ -554,7 +754,7 @@ class AssistantService:
             self._broadcast(Notice(text=f"service.background = {settings.service.background}"))
         later = [
             name
-            for name in ("profile", "data_dir", "stt", "tts", "embedder", "audio", "agent")
+            for name in ("profile", "data_dir", "stt", "tts", "embedder", "audio", "voice", "agent")
             if getattr(settings, name) != getattr(self.settings, name)
         ]
         if later:

@@ -1,4 +1,5 @@
-"""The plain-terminal clients: ``brain ask``, ``brain chat``, ``brain tasks``, ``brain stop``."""
+"""The plain-terminal clients: ``brain ask``, ``brain listen``, ``brain chat``, ``brain tasks``,
+``brain stop``."""
 
 from __future__ import annotations
 
@@ -7,6 +8,8 @@ import json
 import signal
 import sys
 import uuid
+from collections.abc import Callable
+from pathlib import Path
 from typing import TextIO
 
 from assistant.config import LoadedConfig
@@ -20,6 +23,8 @@ from assistant.service.protocol import (
     History,
     HistoryItem,
     Left,
+    Listen,
+    NotHeard,
     Notice,
     Progress,
     ReplyChunk,
@@ -31,9 +36,15 @@ from assistant.service.protocol import (
     Tasks,
     Update,
     UserSaid,
+    Voice,
+    VoiceTimings,
 )
 
 EXIT_FAILURE = 1
+# How long `brain listen` waits for a written reply to be spoken before it leaves.
+SPEAKING_WAIT_S = 120.0
+# Voice states in which a spoken reply is still on its way out.
+BUSY = ("thinking", "speaking", "hearing")
 # Stopping waits for the LLM server and the memory store to close.
 STOP_WAIT_S = 60.0
 
@@ -62,37 +73,95 @@ async def ask(
         if not text.strip():
             _tell(err, "nothing to ask")
         return EXIT_FAILURE
+    ref = uuid.uuid4().hex
+    return await _one_turn(
+        loaded, "ask", Say(text=text, ref=ref), lambda said: said.ref == ref, out, err
+    )
+
+
+async def listen(
+    loaded: LoadedConfig, path: Path, out: TextIO = sys.stdout, err: TextIO = sys.stderr
+) -> int:
+    """One spoken turn: play an audio file into the service's (headless) microphone, print
+    what was heard and the reply, and each stage's time."""
+    if not path.is_file():
+        _tell(err, f"no such file: {path}")
+        return EXIT_FAILURE
+
+    def heard(said: UserSaid) -> None:
+        confidence = f", {said.confidence:.0%} sure" if said.confidence is not None else ""
+        out.write(f"you (spoken{confidence})> {said.text}\nbrain> ")
+
+    return await _one_turn(
+        loaded,
+        "listen",
+        Listen(path=str(path.resolve())),
+        lambda said: said.client == "voice",
+        out,
+        err,
+        heard,
+    )
+
+
+async def _one_turn(
+    loaded: LoadedConfig,
+    name: str,
+    request: Say | Listen,
+    mine: Callable[[UserSaid], bool],
+    out: TextIO,
+    err: TextIO,
+    on_turn: Callable[[UserSaid], None] = lambda said: None,
+) -> int:
+    """Send ``request``, follow the turn ``mine`` recognises to its reply's end (for a spoken
+    turn, until the reply has been spoken), leave."""
     try:
-        client = await ServiceClient.connect(loaded, "ask")
+        client = await ServiceClient.connect(loaded, name)
     except ServiceError as error:
         _tell(err, str(error))
         return EXIT_FAILURE
-    ref = uuid.uuid4().hex
     code = EXIT_FAILURE
+    spoken = isinstance(request, Listen)
     try:
-        await client.send(Say(text=text, ref=ref))
+        await client.send(request)
         turn: int | None = None
-        async for update in client.updates():
-            if isinstance(update, UserSaid) and update.ref == ref:
-                turn = update.turn
-            elif isinstance(update, Notice) and update.level == "error" and turn is None:
-                _tell(err, update.text)
-                break
-            elif isinstance(update, Status) and update.state != "ready":
-                _tell(err, update.text)
-            elif isinstance(update, ReplyChunk) and update.turn == turn:
-                out.write(update.text)
-                out.flush()
-            elif isinstance(update, ReplyEnd) and update.turn == turn:
-                if update.error:
-                    _tell(err, f"no reply: {update.error}")
-                else:
+        ended = False
+        async with asyncio.timeout(None) as deadline:
+            async for update in client.updates():
+                if isinstance(update, UserSaid) and turn is None and mine(update):
+                    turn = update.turn
+                    on_turn(update)
+                elif isinstance(update, Notice) and update.level != "info" and turn is None:
+                    _tell(err, update.text)
+                    if update.level == "error":
+                        break
+                elif isinstance(update, Status) and update.state != "ready":
+                    _tell(err, update.text)
+                elif isinstance(update, NotHeard) and turn is None and spoken:
+                    _tell(err, f"not heard: {update.reason}")
+                    break
+                elif isinstance(update, ReplyChunk) and update.turn == turn:
+                    out.write(update.text)
+                    out.flush()
+                elif isinstance(update, VoiceTimings) and update.turn == turn:
+                    stages = ", ".join(f"{k} {v:,.0f} ms" for k, v in update.stages_ms.items())
+                    _tell(err, f"after the end of speech: {stages}")
+                elif isinstance(update, ReplyEnd) and update.turn == turn:
+                    if update.error:
+                        _tell(err, f"no reply: {update.error}")
+                        break
                     out.write("\n")
                     code = 0
-                break
-            elif isinstance(update, Bye):
-                _tell(err, f"the service stopped: {update.reason}")
-                break
+                    if not spoken:
+                        break
+                    ended = True  # and the reply is being spoken
+                    deadline.reschedule(asyncio.get_running_loop().time() + SPEAKING_WAIT_S)
+                elif isinstance(update, Voice) and ended and update.state not in BUSY:
+                    break
+                elif isinstance(update, Bye):
+                    _tell(err, f"the service stopped: {update.reason}")
+                    break
+    except TimeoutError:
+        _tell(err, "the reply was still being spoken; leaving")
     except ServiceError as error:
         _tell(err, str(error))
     _said_goodbye(await client.leave(), err)

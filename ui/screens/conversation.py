@@ -5,10 +5,14 @@ from __future__ import annotations
 
 import asyncio
 import uuid
+from collections.abc import Iterator
+from functools import partial
+from typing import ClassVar
 
 from textual import on, work
-from textual.app import ComposeResult
-from textual.binding import Binding
+from textual.app import ComposeResult, SystemCommand
+from textual.binding import Binding, BindingType
+from textual.containers import Horizontal
 from textual.screen import Screen
 from textual.widgets import Footer, Header, Input
 
@@ -23,31 +27,61 @@ from assistant.service.protocol import (
     HistoryItem,
     Leave,
     Left,
+    NotHeard,
     Notice,
     Progress,
     ReplyChunk,
+    ReplyCut,
     ReplyEnd,
     ReplyStart,
     Retry,
     Say,
     ServiceState,
+    SetVoice,
     Status,
+    StopSpeaking,
+    Talk,
     Update,
     UserSaid,
+    Voice,
+    VoiceTimings,
     Welcome,
     Wire,
 )
 from ui.widgets.chat import ChatLog, MessageView
 from ui.widgets.status import StartupStatus
+from ui.widgets.voice import VoiceIndicator
 
 LEAVE_TIMEOUT_S = 5.0
 
+RETRY = Binding(
+    "ctrl+r", "retry", "Retry LLM", tooltip="Start the LLM again, or reconnect to the service"
+)
+# Keys a terminal sends reliably that the prompt's Input does not use for editing.
+STOP = Binding(
+    "escape", "stop_reply", "Stop reply", tooltip="Stop the reply being written or spoken"
+)
+MUTE = Binding(
+    "f5", "toggle_mute", "Mute/unmute", tooltip="Stop listening, or listen all the time again"
+)
+PUSH_TO_TALK = Binding(
+    "f6",
+    "toggle_push_to_talk",
+    "Push-to-talk",
+    tooltip="Listen only while you talk (Ctrl+T), or all the time again",
+)
+TALK = Binding(
+    "ctrl+t",
+    "talk",
+    "Talk",
+    tooltip="Push-to-talk: press once to start talking and again when you are done",
+)
+VOICE_ACTIONS = {MUTE.action, PUSH_TO_TALK.action, TALK.action}
+KEYS = [RETRY, STOP, MUTE, PUSH_TO_TALK, TALK]
+
 
 class ConversationScreen(Screen[None]):
-    BINDINGS = [
-        Binding("ctrl+r", "retry", "Retry LLM"),
-        Binding("escape", "stop_reply", "Stop reply"),
-    ]
+    BINDINGS: ClassVar[list[BindingType]] = [*KEYS]
 
     def __init__(self, loaded: LoadedConfig) -> None:
         super().__init__()
@@ -58,15 +92,24 @@ class ConversationScreen(Screen[None]):
         # Turns this window sent (their echo is not shown twice), and replies being written.
         self.mine: set[str] = set()
         self.replies: dict[int, MessageView] = {}
+        self.voice = Voice(state="off", text="voice is off: not connected")
+        # Push-to-talk: the talk key was pressed to start and not yet to stop.
+        self.talking = False
         self._left: asyncio.Future[Left] | None = None
 
     @property
     def replying(self) -> bool:
         return bool(self.replies)
 
+    @property
+    def voice_up(self) -> bool:
+        return self.client is not None and self.voice.state != "off"
+
     def compose(self) -> ComposeResult:
         yield Header()
-        yield StartupStatus(id="status")
+        with Horizontal(id="status-bar"):
+            yield StartupStatus(id="status")
+            yield VoiceIndicator(id="voice")
         yield ChatLog(id="chat")
         yield Input(placeholder="Type a message and press Enter", id="prompt")
         yield Footer()
@@ -117,6 +160,7 @@ class ConversationScreen(Screen[None]):
     def _welcome(self, welcome: Welcome) -> None:
         self._history(welcome.history)
         self._status(welcome.state, welcome.text, welcome.endpoint)
+        self._voice(welcome.voice, changed=True)
 
     def _history(self, items: list[HistoryItem]) -> None:
         chat = self.query_one(ChatLog)
@@ -133,15 +177,25 @@ class ConversationScreen(Screen[None]):
             case Progress():
                 self.query_one(StartupStatus).progress(update.label, update.done, update.total)
             case UserSaid() if update.ref not in self.mine:
-                how = "spoken" if update.confidence is not None else "typed"
-                chat.add("user", update.text, f"{how} in {update.client}")
+                chat.add("user", update.text, said_note(update))
             case ReplyStart():
-                self.replies[update.turn] = chat.add("assistant")
+                self.replies[update.turn] = chat.add("assistant", turn=update.turn)
             case ReplyChunk() if update.turn in self.replies:
                 self.replies[update.turn].append(update.text)
                 chat.scroll_end(animate=False)
             case ReplyEnd() if update.turn in self.replies:
                 self._finish(self.replies.pop(update.turn), update)
+            case ReplyCut():
+                # Speech lags the text, so the reply is often written in full by now.
+                if view := self.replies.get(update.turn) or chat.reply(update.turn):
+                    view.cut(update.heard)
+            case VoiceTimings():
+                if view := self.replies.get(update.turn) or chat.reply(update.turn):
+                    view.show_timings(update.stages_ms)
+            case NotHeard():
+                chat.add("aside", f"🎤 not heard: {update.reason}")
+            case Voice():
+                self._voice(update)
             case Notice():
                 severity = "information" if update.level == "info" else update.level
                 self.notify(update.text, severity=severity)
@@ -155,7 +209,7 @@ class ConversationScreen(Screen[None]):
             view.remove()
             # The message itself is kept in the conversation history (recall storage).
             self.query_one(ChatLog).add("notice", f"No reply: {end.error}")
-        elif end.interrupted:
+        elif end.interrupted and view.heard is None:
             view.append(" [stopped]")
 
     def _status(self, state: ServiceState, text: str, endpoint: str) -> None:
@@ -172,6 +226,32 @@ class ConversationScreen(Screen[None]):
             view.append(" [cut off]")
         self.replies.clear()
         self.query_one(StartupStatus).show(f"{reason} (Ctrl+R reconnects)", "error")
+        self._voice(Voice(state="off", text="voice is off: not connected"), changed=True)
+
+    def _voice(self, voice: Voice, changed: bool = False) -> None:
+        """About ten of these a second carry only a new level: those touch the meter alone."""
+        indicator = self.query_one(VoiceIndicator)
+        indicator.level(voice.level_dbfs)
+        before, self.voice = self.voice, voice
+        if voice.mode != "push_to_talk" or voice.state == "off":
+            self.talking = False
+        if changed or shown(voice) != shown(before):
+            indicator.show(voice, self._voice_hint())
+            self.refresh_bindings()
+
+    def _voice_hint(self) -> str:
+        """The key that does the obvious next thing in this state."""
+        key = self.app.get_key_display
+        match self.voice.state:
+            case "speaking":
+                return f"{key(STOP)} stops"
+            case "muted":
+                return f"{key(MUTE)} unmutes"
+            case "push_to_talk" if not self.talking:
+                return f"{key(TALK)} to talk"
+            case "hearing" if self.talking:
+                return f"{key(TALK)} when done"
+        return ""
 
     # Actions
 
@@ -202,9 +282,50 @@ class ConversationScreen(Screen[None]):
             if self.state == "starting":
                 self.query_one(StartupStatus).show(f"{self.state_text}; your message will follow")
 
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        """Voice keys show greyed out in the footer while they would do nothing."""
+        if action == TALK.action:
+            return True if self.voice_up and self.voice.mode == "push_to_talk" else None
+        if action in VOICE_ACTIONS:
+            return True if self.voice_up else None
+        return True
+
+    def commands(self) -> Iterator[SystemCommand]:
+        """This screen's keys for the command palette, those that would do something now."""
+        for binding in KEYS:
+            if self.check_action(binding.action, ()):
+                voice = "Voice: " if binding.action in VOICE_ACTIONS else ""
+                yield SystemCommand(
+                    f"{voice}{binding.description}",
+                    f"{binding.tooltip} ({self.app.get_key_display(binding)})",
+                    partial(self.run_action, binding.action),
+                )
+
     async def action_stop_reply(self) -> None:
         if self.replying:
+            # The service stops the speech along with the writing.
             await self._send(Cancel())
+        elif self.voice.state == "speaking":
+            await self._send(StopSpeaking())
+
+    async def action_toggle_mute(self) -> None:
+        await self._send(SetVoice(mode="always" if self.voice.mode == "muted" else "muted"))
+
+    async def action_toggle_push_to_talk(self) -> None:
+        push = self.voice.mode != "push_to_talk"
+        await self._send(SetVoice(mode="push_to_talk" if push else "always"))
+
+    async def action_talk(self) -> None:
+        if self.voice.mode != "push_to_talk":
+            self.notify(
+                f"Talk works in push-to-talk mode; {self.app.get_key_display(PUSH_TO_TALK)} "
+                "turns it on.",
+                severity="warning",
+            )
+            return
+        if await self._send(Talk(down=not self.talking)):
+            self.talking = not self.talking
+            self.query_one(VoiceIndicator).show(self.voice, self._voice_hint())
 
     async def action_retry(self) -> None:
         if self.client is None:
@@ -221,3 +342,17 @@ class ConversationScreen(Screen[None]):
             self.notify(f"Not sent: {error}", severity="error")
             return False
         return True
+
+
+def said_note(said: UserSaid) -> str:
+    """How a turn from elsewhere came: spoken (with the recogniser's confidence) or typed."""
+    if said.confidence is None:
+        return f"typed in {said.client}"
+    spoken = f"🎤 {said.confidence:.0%}"
+    # The service's own speech loop is "voice"; any other client says where it was spoken.
+    return spoken if said.client == "voice" else f"{spoken} in {said.client}"
+
+
+def shown(voice: Voice) -> tuple[str, str, str]:
+    """What the status bar says of the voice, the level aside."""
+    return voice.state, voice.mode, voice.text

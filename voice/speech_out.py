@@ -1,0 +1,241 @@
+"""A reply spoken while it is still being written: the text stream is cut into chunks (a clause
+first, so speech starts early, then whole sentences), each chunk is synthesised on a worker
+thread and queued on the speaker, so the next chunk is synthesised while this one plays.
+
+What was actually heard is counted from the samples the device played, so an interrupted
+reply can report the words the user heard and no more.
+"""
+
+from __future__ import annotations
+
+import logging
+import queue
+import re
+import threading
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from voice.audio import SAMPLE_RATE, Frame
+from voice.timing import Timings
+from voice.tts import TextToSpeech
+
+log = logging.getLogger(__name__)
+
+# Abbreviations whose full stop does not end a sentence.
+_ABBREVIATIONS = frozenset(
+    {"mr", "mrs", "ms", "dr", "prof", "st", "jr", "sr", "vs", "etc", "e.g", "i.e", "a.m", "p.m"}
+)
+_SENTENCE_END = re.compile(r"[.!?…]+[\"')\]]*(?=\s)|\n+")
+_CLAUSE_END = re.compile("[,;:\u2014\u2013]+(?=\\s)")  # also em and en dashes
+
+
+@dataclass(frozen=True)
+class ChunkConfig:
+    # The first chunk may end at a clause (", ; : —") once it has this many words: shorter
+    # pieces sound clipped, longer ones delay the first audio.
+    first_clause_words: int = 4
+    # A first chunk with no punctuation at all is cut at a word boundary after this many words.
+    first_max_words: int = 12
+    # Later chunks are whole sentences; one longer than this is cut at a clause.
+    max_chars: int = 240
+
+
+class SentenceChunker:
+    """Text deltas in, speakable chunks out, in order; nothing is dropped or repeated."""
+
+    def __init__(self, config: ChunkConfig = ChunkConfig()) -> None:
+        self.config = config
+        self._buffer = ""
+        self._first = True
+
+    def feed(self, delta: str) -> list[str]:
+        self._buffer += delta
+        chunks: list[str] = []
+        while (cut := self._next_cut()) is not None:
+            chunk, self._buffer = self._buffer[:cut], self._buffer[cut:]
+            self._first = False
+            if spoken := speakable(chunk):
+                chunks.append(spoken)
+        return chunks
+
+    def flush(self) -> list[str]:
+        rest, self._buffer = self._buffer, ""
+        spoken = speakable(rest)
+        return [spoken] if spoken else []
+
+    def _next_cut(self) -> int | None:
+        text = self._buffer
+        sentence = next(
+            (m.end() for m in _SENTENCE_END.finditer(text) if not _abbreviation_before(text, m)),
+            None,
+        )
+        if self._first:
+            clause = next(
+                (
+                    m.end()
+                    for m in _CLAUSE_END.finditer(text, 0, sentence or len(text))
+                    if len(text[: m.start()].split()) >= self.config.first_clause_words
+                ),
+                None,
+            )
+            if clause is not None or sentence is not None:
+                return clause or sentence
+            # The last word may still be growing, so cut only after a completed one.
+            if len(text.split()) > self.config.first_max_words and text[-1:].isspace():
+                return len(text)
+            return None
+        if sentence is not None or len(text) <= self.config.max_chars:
+            return sentence
+        clauses = [m.end() for m in _CLAUSE_END.finditer(text)]
+        if clauses:
+            return clauses[-1]
+        space = text.rfind(" ", 0, self.config.max_chars)
+        return space if space > 0 else None
+
+
+def _abbreviation_before(text: str, match: re.Match[str]) -> bool:
+    end = match.start()
+    if text[end : end + 1] != ".":
+        return False
+    word = text[:end].rsplit(maxsplit=1)[-1].lower() if text[:end].strip() else ""
+    # A single letter is an initial ("J. R. R. Tolkien").
+    return word in _ABBREVIATIONS or (len(word) == 1 and word.isalpha())
+
+
+_CODE_BLOCK = re.compile(r"```.*?(```|$)", re.DOTALL)
+_LINK = re.compile(r"\[([^\]]*)\]\([^)]*\)")
+_URL = re.compile(r"https?://\S+")
+_LINE_MARK = re.compile(r"^\s*(?:#{1,6}\s+|[-*+]\s+|\d+[.)]\s+|>\s*)", re.MULTILINE)
+_EMPHASIS = re.compile(r"[*_`~]+")
+
+
+def speakable(text: str) -> str:
+    """Markdown as it should be read aloud: no code, no URLs, no markup symbols."""
+    text = _CODE_BLOCK.sub(" (code is on screen) ", text)
+    text = _LINK.sub(r"\1", text)
+    text = _URL.sub("a link", text)
+    text = _LINE_MARK.sub("", text)
+    text = _EMPHASIS.sub("", text)
+    return " ".join(text.split())
+
+
+@dataclass
+class _Queued:
+    text: str
+    samples: int
+
+
+@dataclass
+class ReplySpeech:
+    """One reply on its way to the speaker.
+
+    ``feed`` and ``finish`` come from whoever streams the reply; ``played`` comes from the
+    audio loop for every frame; ``cancel`` from a barge-in. All are thread-safe.
+    """
+
+    tts: TextToSpeech
+    play: Callable[[Frame], None]
+    chunking: ChunkConfig = field(default_factory=ChunkConfig)
+    # Filled in as the reply's text, first audio and first sound come (a typed turn has none).
+    timings: Timings | None = None
+    on_first_audio: Callable[[Timings], None] | None = None
+
+    def __post_init__(self) -> None:
+        self._chunker = SentenceChunker(self.chunking)
+        self._pending: queue.SimpleQueue[str | None] = queue.SimpleQueue()
+        self._lock = threading.Lock()
+        self._queued: list[_Queued] = []
+        self._played = 0
+        self._cancelled = threading.Event()
+        self._synthesised = threading.Event()
+        self._worker = threading.Thread(target=self._synthesise, name="tts", daemon=True)
+        self._worker.start()
+
+    def feed(self, delta: str) -> None:
+        if self.timings is not None:
+            self.timings.mark("first_token")
+        for chunk in self._chunker.feed(delta):
+            self._pending.put(chunk)
+
+    def finish(self) -> None:
+        for chunk in self._chunker.flush():
+            self._pending.put(chunk)
+        self._pending.put(None)
+
+    def cancel(self) -> None:
+        self._cancelled.set()
+        self._pending.put(None)
+
+    @property
+    def cancelled(self) -> bool:
+        return self._cancelled.is_set()
+
+    def played(self, samples: int) -> None:
+        """The device played ``samples`` more of this reply's audio."""
+        if samples <= 0:
+            return
+        with self._lock:
+            first = self._played == 0
+            self._played += samples
+        if first and self.timings is not None:
+            self.timings.mark("first_audio_out")
+            if self.on_first_audio is not None:
+                self.on_first_audio(self.timings)
+
+    @property
+    def started(self) -> bool:
+        """Some of its audio has been queued on the speaker."""
+        with self._lock:
+            return bool(self._queued)
+
+    @property
+    def done(self) -> bool:
+        """Everything was synthesised and has been played (or the reply was cancelled)."""
+        if self._cancelled.is_set():
+            return True
+        with self._lock:
+            queued = sum(q.samples for q in self._queued)
+            return self._synthesised.is_set() and self._played >= queued
+
+    def wait_synthesised(self, timeout: float | None = None) -> bool:
+        return self._synthesised.wait(timeout)
+
+    def spoken_text(self) -> str:
+        """The words the speaker has played so far; a chunk cut midway counts the share of
+        its words whose audio went out."""
+        with self._lock:
+            left = self._played
+            words: list[str] = []
+            for item in self._queued:
+                chunk_words = item.text.split()
+                if left >= item.samples:
+                    words += chunk_words
+                    left -= item.samples
+                    continue
+                if item.samples:
+                    words += chunk_words[: int(len(chunk_words) * left / item.samples)]
+                break
+        return " ".join(words)
+
+    def _synthesise(self) -> None:
+        try:
+            while (chunk := self._pending.get()) is not None:
+                if self._cancelled.is_set():
+                    break
+                item = _Queued(chunk, 0)
+                for speech in self.tts.stream(chunk):
+                    if self._cancelled.is_set():
+                        return
+                    audio = speech.as_float(SAMPLE_RATE)
+                    if self.timings is not None:
+                        self.timings.mark("first_audio_synthesized")
+                    with self._lock:
+                        # Piper may voice one chunk as several pieces: they count as one.
+                        if not item.samples:
+                            self._queued.append(item)
+                        item.samples += len(audio)
+                    self.play(audio)
+        except Exception:  # a broken voice must not take the reply's text with it
+            log.exception("speech synthesis failed")
+        finally:
+            self._synthesised.set()

@@ -1,0 +1,34 @@
+"""When each stage of a spoken turn happened, from the end of the user's speech to the first
+sound of the reply (time.monotonic() seconds)."""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, fields
+
+STAGES = ("stt_done", "first_token", "first_audio_synthesized", "first_audio_out")
+
+
+@dataclass
+class Timings:
+    end_of_speech: float
+    stt_done: float | None = None
+    # The reply's first text from the LLM (set by whoever streams the reply into speech).
+    first_token: float | None = None
+    first_audio_synthesized: float | None = None
+    first_audio_out: float | None = None
+
+    def mark(self, stage: str) -> None:
+        """Set ``stage`` to now, unless it already happened."""
+        if stage not in STAGES:
+            raise ValueError(f"unknown stage {stage!r}; stages: {STAGES}")
+        if getattr(self, stage) is None:
+            setattr(self, stage, time.monotonic())
+
+    def since_end_of_speech_ms(self) -> dict[str, float]:
+        """Each stage that happened, in milliseconds after the end of the user's speech."""
+        return {
+            field.name: round((value - self.end_of_speech) * 1000.0, 1)
+            for field in fields(self)
+            if field.name in STAGES and (value := getattr(self, field.name)) is not None
+        }
