@@ -114,6 +114,7 @@ async def run_turns(profile: str, files: Sequence[Path], root: Path) -> list[Tur
         VoiceTimings,
     )
 
+    root.mkdir(parents=True, exist_ok=True)
     config_file = root / "config.toml"
     config_file.write_text("", encoding="utf-8")
     flags = {

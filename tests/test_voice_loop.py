@@ -60,6 +60,13 @@ def test_the_first_chunk_is_a_clause_and_the_rest_are_sentences() -> None:
     ]
 
 
+def test_a_finished_sentence_goes_out_before_the_next_text_arrives() -> None:
+    chunker = SentenceChunker()
+    assert chunker.feed("Sure thing, it is done.") == ["Sure thing, it is done."]
+    assert chunker.feed(" It costs 3.") == []  # "3." may go on as "3.5"
+    assert chunker.feed("5 euros.") == ["It costs 3.5 euros."]
+
+
 def test_chunking_loses_and_repeats_nothing() -> None:
     text = "One, two, three four. " * 30 + "No punctuation at the end"
     for step in (1, 2, 7, 50):

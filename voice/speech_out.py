@@ -25,7 +25,9 @@ log = logging.getLogger(__name__)
 _ABBREVIATIONS = frozenset(
     {"mr", "mrs", "ms", "dr", "prof", "st", "jr", "sr", "vs", "etc", "e.g", "i.e", "a.m", "p.m"}
 )
-_SENTENCE_END = re.compile(r"[.!?…]+[\"')\]]*(?=\s)|\n+")
+# A sentence ends at its punctuation followed by a space, or by nothing yet: the last sentence
+# of a reply must not wait for the turn to end (a digit before a "." waits: "3.5").
+_SENTENCE_END = re.compile(r"[.!?…]+[\"')\]]*(?=\s)|(?<![0-9])[.!?…]+[\"')\]]*$|\n+")
 _CLAUSE_END = re.compile("[,;:\u2014\u2013]+(?=\\s)")  # also em and en dashes
 
 
@@ -34,8 +36,9 @@ class ChunkConfig:
     # The first chunk may end at a clause (", ; : —") once it has this many words: shorter
     # pieces sound clipped, longer ones delay the first audio.
     first_clause_words: int = 4
-    # A first chunk with no punctuation at all is cut at a word boundary after this many words.
-    first_max_words: int = 12
+    # A first chunk with no punctuation at all is cut at a word boundary after this many words:
+    # the local model writes ~8 words a second and speech says ~2.5, so the rest keeps up.
+    first_max_words: int = 6
     # Later chunks are whole sentences; one longer than this is cut at a clause.
     max_chars: int = 240
 
