@@ -90,13 +90,18 @@ def test_a_core_memory_replace_by_the_model_changes_the_next_prompt(
     context = ContextWindow(instructions(), stores.core)
     # Only core_memory_replace on offer: the grammar makes the model call it.
     tools = [by_name()["core_memory_replace"]]
-    agent = Agent(llm, stores, context, AgentConfig(max_steps=2, max_errors=2), tools=tools)
+    # Greedy, and one step: with no send_message on offer, a second step (the agent asks for
+    # an answer after a tool call) could only be another replace, undoing the first.
+    config = AgentConfig(max_steps=1, max_errors=2, temperature=0.0)
+    agent = Agent(llm, stores, context, config, tools=tools)
     turn = agent.respond(
         UserText("My name is not Sam, it is Samuel. Replace Sam with Samuel in the human block.")
     )
     done = [s for s in turn.steps if s.tool == "core_memory_replace" and not s.failed]
     assert done, turn
-    assert "Samuel" in stores.core.blocks["human"].value
+    assert "Samuel" in stores.core.blocks["human"].value, [
+        (s.arguments, s.result) for s in turn.steps
+    ]
     agent.respond(UserText("Thanks."))
     assert "Samuel" not in llm.prompts[0][0]["content"]
     assert "Samuel" in llm.prompts[-1][0]["content"]  # the next prompt's core memory
