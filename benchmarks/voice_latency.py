@@ -164,7 +164,8 @@ def echo_and_barge_in(profile: str, replies: Sequence[str]) -> dict[str, Any]:
     from assistant.config import load_config
     from assistant.model_paths import ProfileModels
     from assistant.parts import load_stt, load_tts
-    from voice.audio import FRAME_S, SAMPLE_RATE
+    from benchmarks.echo_suppression import speech_onset
+    from voice.audio import FRAME_S, FRAME_SAMPLES, SAMPLE_RATE
     from voice.device import EchoPath, SimulatedDevice, load_wav
     from voice.loop import BargedIn, VoiceEvent, VoiceLoop
     from voice.vad import SileroVAD
@@ -205,7 +206,9 @@ def echo_and_barge_in(profile: str, replies: Sequence[str]) -> dict[str, Any]:
             log(f"  echo {index + 1}/{len(texts)}: {'self-triggered' if stopped_itself else 'ok'}")
         for index, text in enumerate(texts):
             user = users[index % len(users)]
-            onset_s = first_speech_s(user, SileroVAD())
+            frames = len(user) // FRAME_SAMPLES
+            onset = speech_onset(user.astype(np.float64), 0, frames, SileroVAD())
+            onset_s = (onset or 0) * FRAME_S
             before = len(barge_ins)
             speech = loop.speak()
             speech.feed(text + " " + text)
@@ -231,15 +234,6 @@ def echo_and_barge_in(profile: str, replies: Sequence[str]) -> dict[str, Any]:
         "barge_in_stop_ms": percentiles(stops),
         "barge_ins_detected": f"{len(stops)}/{len(texts)}",
     }
-
-
-def first_speech_s(audio: Any, vad: Any) -> float:
-    from voice.audio import FRAME_S, FRAME_SAMPLES
-
-    for index in range(0, len(audio) - FRAME_SAMPLES, FRAME_SAMPLES):
-        if vad.probability(audio[index : index + FRAME_SAMPLES]) >= 0.5:
-            return (index // FRAME_SAMPLES) * FRAME_S
-    return 0.0
 
 
 def summarise(profile: str, turns: Sequence[Turn]) -> dict[str, Any]:
