@@ -42,6 +42,8 @@ class ScriptedStream:
         self.chunk = chunk
         self.summary = summary
         self.calls: list[list[dict[str, str]]] = []
+        # The JSON schema each call was held to.
+        self.schemas: list[dict[str, Any] | None] = []
         self.summaries: list[list[dict[str, str]]] = []
 
     def stream(
@@ -52,6 +54,7 @@ class ScriptedStream:
         temperature: float | None = None,
         schema: dict[str, Any] | None = None,
     ) -> Iterator[str]:
+        self.schemas.append(schema)
         text = self._next(messages)
         if not isinstance(text, str):
             raise TypeError("a native reply was asked for as a JSON action")
@@ -88,11 +91,6 @@ class ScriptedTools(ScriptedStream):
         super().__init__(*replies, chunk=chunk, summary=summary)  # type: ignore[arg-type]
         self.tool_calling = "native"
         self.offered: list[list[dict[str, Any]]] = []
-        self.schemas: list[dict[str, Any] | None] = []
-
-    def stream(self, messages: Messages, **options: Any) -> Iterator[str]:
-        self.schemas.append(options.get("schema"))
-        return super().stream(messages, **options)
 
     def stream_tools(
         self,

@@ -7,6 +7,7 @@ import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -286,11 +287,20 @@ def test_two_messages_in_one_turn_are_apart_and_loops_stop(stores: Stores) -> No
     pieces: list[str] = []
     turn = make_agent(llm, stores).respond(UserText("Count"), on_text=pieces.append)
     assert "".join(pieces) == "One.\nTwo." and turn.reply == "One.\nTwo."
-    looping = ScriptedStream(action("memory_search", True, query="keys"))
-    turn = make_agent(looping, stores).respond(UserText("Where are my keys?"))
-    assert len(looping.calls) == 2
+    # A model going round is told to answer and held to send_message for one more step...
+    search = action("memory_search", True, query="keys")
+    answering = ScriptedStream(search, search, say("In the hall."))
+    turn = make_agent(answering, stores).respond(UserText("Where are my keys?"))
+    assert "[note] You already did that" in answering.calls[2][-1]["content"]
     assert [s.tool for s in turn.steps] == ["memory_search", "memory_search", "send_message"]
-    assert turn.reply == FALLBACK_MESSAGE, "a user who asked is not left in silence"
+    assert turn.reply == "In the hall."
+    assert tools_allowed(answering.schemas[2]) == ["send_message"]
+    assert len(tools_allowed(answering.schemas[0])) > 1
+    # ...and one that still goes round gets the fallback: the user is not left in silence.
+    looping = ScriptedStream(search)
+    turn = make_agent(looping, stores).respond(UserText("Where are my keys?"))
+    assert len(looping.calls) == 3
+    assert turn.reply == FALLBACK_MESSAGE
 
 
 def test_a_user_message_gets_an_answer_after_a_step_that_asked_for_none(stores: Stores) -> None:
@@ -353,3 +363,8 @@ def test_a_reply_cut_before_any_of_it_was_heard(stores: Stores) -> None:
     agent.heard_only("")
     last = json.loads(agent.context.fifo[-1]["content"])
     assert last["arguments"]["message"] == "(interrupted before it was heard)"
+
+
+def tools_allowed(schema: dict[str, Any] | None) -> list[str]:
+    assert schema is not None
+    return [option["properties"]["tool"]["const"] for option in schema["anyOf"]]

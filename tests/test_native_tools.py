@@ -213,11 +213,16 @@ def test_endless_empty_replies_end_in_the_fallback_message(stores: Stores) -> No
     assert "the reply was empty" in llm.calls[1][-1]["content"]
 
 
-def test_chains_stop_when_a_call_repeats(stores: Stores) -> None:
-    llm = ScriptedTools(call("memory_search", True, query="keys"))
+def test_a_repeated_call_gets_one_step_offered_send_message_only(stores: Stores) -> None:
+    search = call("memory_search", True, query="keys")
+    llm = ScriptedTools(search, search, call("send_message", message="In the hall."))
     turn = make_agent(llm, stores).respond(UserText("Where are my keys?"))
-    assert len(llm.calls) == 2 and turn.reply == FALLBACK_MESSAGE
-    assert [s.tool for s in turn.steps] == ["memory_search", "memory_search", "send_message"]
+    assert turn.reply == "In the hall."
+    assert [t["function"]["name"] for t in llm.offered[2]] == ["send_message"]
+    assert len(llm.offered[0]) > 1
+    looping = ScriptedTools(search)
+    turn = make_agent(looping, stores).respond(UserText("Where are my keys?"))
+    assert len(looping.calls) == 3 and turn.reply == FALLBACK_MESSAGE
 
 
 def test_cancel_mid_call_keeps_the_delivered_part(stores: Stores) -> None:

@@ -172,6 +172,10 @@ class Agent:
         self.tools = by_name(tools)
         self.schema = action_schema(tools)
         self.native_tools = native_tools(tools)
+        # A step that must answer the user: the same tools, narrowed to send_message.
+        replying = [tool for tool in tools if tool.name == "send_message"]
+        self.reply_schema = action_schema(replying) if replying else self.schema
+        self.reply_tools = native_tools(replying) if replying else self.native_tools
         self.conversation_id = conversation_id
         self._warned = False
         self._sleep = sleep
@@ -196,9 +200,12 @@ class Agent:
         prompt = event.prompt()
         retrieved = self._retrieve(prompt)
         self._record_event(event, prompt)
+        # Set once the model went round or looked something up without answering: the next
+        # step may only send a message (held to that by the schema or the offered tools).
+        answer_now = False
         for _ in range(self.config.max_steps):
             turn.flushed |= self._manage_pressure(retrieved)
-            outcome = self._step(retrieved, on_text, cancel, turn)
+            outcome = self._step(retrieved, on_text, cancel, turn, answer_now)
             if outcome is None:  # the LLM failed, or the user interrupted
                 return turn
             if isinstance(outcome, ActionError):
@@ -212,13 +219,24 @@ class Agent:
             if not self._run(outcome, turn):
                 continue
             if self._repeated(outcome, turn):
-                break
-            if outcome.request_heartbeat:
+                if answer_now or not from_user(event):
+                    break
+                answer_now = True
+                self.context.push(
+                    {
+                        "role": "system",
+                        "content": "[note] You already did that; its result is above. "
+                        "Now answer the user with send_message.",
+                    }
+                )
+                continue
+            if outcome.request_heartbeat and not answer_now:
                 continue
             if turn.reply or not from_user(event):
                 return turn
             # The user is waiting: a step that saved or looked something up without asking
             # for another one (the 1.5B model does this) still gets a step to answer in.
+            answer_now = True
             self.context.push(
                 {"role": "system", "content": "[note] Now answer the user with send_message."}
             )
@@ -234,6 +252,7 @@ class Agent:
         on_text: Callable[[str], None],
         cancel: threading.Event,
         turn: Turn,
+        answer_now: bool = False,
     ) -> Action | ActionError | None:
         """Ask for one action, streaming its message; None when there is none to act on."""
         overflowed = False
@@ -242,7 +261,7 @@ class Agent:
             streamed = ReplyStream(native is not None)
             separated = not turn.reply  # a second message this turn starts on a new line
             try:
-                for delta in cancellable(self._ask(retrieved, native), cancel):
+                for delta in cancellable(self._ask(retrieved, native, answer_now), cancel):
                     piece = streamed.feed(delta)
                     if piece:
                         if not separated:
@@ -284,21 +303,26 @@ class Agent:
         llm = self.llm
         return llm if isinstance(llm, ToolCallingLLM) and llm.tool_calling == "native" else None
 
-    def _ask(self, retrieved: str, native: ToolCallingLLM | None) -> Iterator[StreamDelta]:
+    def _ask(
+        self, retrieved: str, native: ToolCallingLLM | None, answer_now: bool = False
+    ) -> Iterator[StreamDelta]:
         """The step's reply as it streams: with the tools offered natively, or (no ``native``)
-        held to the action schema, its text as content."""
+        held to the action schema, its text as content; ``answer_now``: send_message only."""
         messages = self.context.messages(retrieved)
         max_tokens = self.context.config.reply_tokens
         if native is not None:
             yield from native.stream_tools(
                 messages,
-                self.native_tools,
+                self.reply_tools if answer_now else self.native_tools,
                 max_tokens=max_tokens,
                 temperature=self.config.temperature,
             )
             return
         for chunk in self.llm.stream(
-            messages, max_tokens=max_tokens, temperature=self.config.temperature, schema=self.schema
+            messages,
+            max_tokens=max_tokens,
+            temperature=self.config.temperature,
+            schema=self.reply_schema if answer_now else self.schema,
         ):
             yield TextDelta(chunk)
 
@@ -470,6 +494,13 @@ class Agent:
             )
             self._recall("assistant", kept)
             turn.reply = f"{turn.reply}\n{kept}".strip()
+
+    def note(self, event: Event) -> None:
+        """Tell the agent something it should know at its next turn, with no reply now (the
+        user changed a memory on screen): into the window and recall storage."""
+        prompt = event.prompt()
+        self.context.push({"role": "system", "content": prompt})
+        self._recall("system", prompt)
 
     def heard_only(self, heard: str) -> None:
         """The last reply was spoken and the user cut in: only ``heard`` reached their ears.
