@@ -148,6 +148,13 @@ class AgentSettings(Section):
     core_memory_chars: int = Field(
         1200, ge=100, le=20_000, description="Size limit of each core memory block (characters)."
     )
+    reflection_threshold: int = Field(
+        150,
+        ge=1,
+        le=100_000,
+        description="Summed importance of new memories that starts a reflection in the "
+        "background (Generative Agents, section 4.2).",
+    )
 
 
 class ServiceSettings(Section):

@@ -205,12 +205,13 @@ class RecordMirror:
         pinned: bool | None,
         since: datetime | None,
         until: datetime | None,
-        include_deleted: bool,
+        deleted: bool | None,
     ) -> NDArray[np.bool_]:
-        """Which records pass the filters this copy can evaluate."""
+        """Which records pass the filters this copy can evaluate (``deleted``: as in
+        Filters)."""
         keep = np.ones(len(self.ids), dtype=bool)
-        if not include_deleted:
-            keep &= ~self.deleted
+        if deleted is not None:
+            keep &= self.deleted == deleted
         if kinds:
             keep &= np.isin(self.kind, [KIND_CODES[k] for k in kinds])
         if pinned is not None:

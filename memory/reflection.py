@@ -341,6 +341,7 @@ class ReflectionWorker:
         self._stop = threading.Event()
         self._idle = threading.Event()
         self._idle.set()
+        self._reflecting = False
         self._lock = threading.Lock()
         self._thread = threading.Thread(target=self._run, name="reflection", daemon=True)
         self._thread.start()
@@ -350,6 +351,11 @@ class ReflectionWorker:
         with self._lock:
             self._idle.clear()
             self._wake.set()
+
+    @property
+    def reflecting(self) -> bool:
+        """A reflection (not just the check whether one is due) is running."""
+        return self._reflecting
 
     def wait_idle(self, timeout: float | None = None) -> bool:
         """True once no check or reflection is running or asked for."""
@@ -381,7 +387,11 @@ class ReflectionWorker:
     def _reflect_if_due(self) -> None:
         try:
             if self._reflector.should_reflect():
-                stored = self._reflector.reflect(cancel=self._stop)
+                self._reflecting = True
+                try:
+                    stored = self._reflector.reflect(cancel=self._stop)
+                finally:
+                    self._reflecting = False
                 log.info("reflection stored %d insights", len(stored))
         except Exception:  # the store reports its own errors; the worker must keep running
             log.exception("reflection failed")

@@ -112,10 +112,11 @@ class Filters:
     since: datetime | None = None
     until: datetime | None = None
     pinned: bool | None = None
-    include_deleted: bool = False
+    # False: live records only; True: deleted ones only (to restore them); None: both.
+    deleted: bool | None = False
 
     def where(self) -> str | None:
-        clauses = [] if self.include_deleted else ["deleted = false"]
+        clauses = [] if self.deleted is None else [f"deleted = {str(self.deleted).lower()}"]
         if self.kinds:
             clauses.append(in_list("kind", self.kinds))
         if self.pinned is not None:
@@ -459,7 +460,7 @@ class MemoryStream:
         """Which mirror records pass the filters (sources are read from the table)."""
         mirror = self._mirror
         allowed = mirror.mask(
-            filters.kinds, filters.pinned, filters.since, filters.until, filters.include_deleted
+            filters.kinds, filters.pinned, filters.since, filters.until, filters.deleted
         )
         if filters.sources:
             rows = self.records.query(where=filters.where(), columns=["id"])

@@ -87,6 +87,10 @@ class CoreMemory:
             )
         return self._set(block, block.value.replace(old, new.strip(), 1).strip())
 
+    def set(self, label: str, value: str) -> str:
+        """Replace a block's whole text (the user editing it on screen)."""
+        return self._set(self._block(label), value.strip())
+
     def _block(self, label: str) -> Block:
         block = self.blocks.get(label)
         if block is None:

@@ -24,11 +24,11 @@ from assistant.service.protocol import (
     ProtocolError,
     Update,
     Welcome,
-    Wire,
     decode_update,
     describe,
     encode,
 )
+from assistant.service.wire import Wire
 from assistant.settings import default_config_file
 
 # A fresh service listens before it loads anything, so this only covers Python starting.

@@ -26,6 +26,7 @@ from assistant.parts import load_embedder
 from assistant.settings import Settings
 from memory.database import DatabaseError
 from memory.embedder import Embedder
+from memory.reflection import ReflectionWorker, Reflector
 from models import ModelError, ProgressCallback
 
 log = logging.getLogger(__name__)
@@ -62,6 +63,7 @@ class AgentHost:
         self.agent: Agent | None = None
         self._embedder = embedder
         self._switching = threading.Lock()
+        self.reflection: ReflectionWorker | None = None
 
     def open_memory(self) -> Agent:
         """The stores and the agent (no LLM needed yet: events are recorded either way)."""
@@ -113,6 +115,13 @@ class AgentHost:
             if first and self.stores is not None:
                 # Records left unrated by an earlier run (or while the LLM was down).
                 self.stores.stream.rate_pending()
+                self.reflection = ReflectionWorker(
+                    Reflector(
+                        self.stores.stream,
+                        BackgroundLLM(self.background, self.gate),
+                        threshold=self.settings.agent.reflection_threshold,
+                    )
+                )
 
     def llm_failed(self, reason: str) -> None:
         for llm in (self.llm, self.background):
@@ -129,6 +138,9 @@ class AgentHost:
     ) -> Turn:
         return self.open_memory().respond(event, on_text=on_text, cancel=cancel)
 
+    def note(self, event: Event) -> None:
+        self.open_memory().note(event)
+
     def heard_only(self, heard: str) -> None:
         """The last reply was spoken and cut off: only ``heard`` was played."""
         self.open_memory().heard_only(heard)
@@ -144,10 +156,20 @@ class AgentHost:
         ]
         return messages[-limit:]
 
+    def after_turn(self) -> None:
+        """New memories were added: reflect if their importance reached the threshold."""
+        if self.reflection is not None:
+            self.reflection.poke()
+
+    def reflecting(self) -> bool:
+        return self.reflection is not None and self.reflection.reflecting
+
     def ratings_pending(self) -> int:
         return self.stores.stream.ratings_pending() if self.stores is not None else 0
 
     def close(self) -> None:
+        if self.reflection is not None:
+            self.reflection.close()
         if self.stores is not None:
             self.stores.stream.close()
         if self.runtime is not None:

@@ -1,9 +1,9 @@
 """The service's wire protocol: one JSON object per line over the Unix socket, UTF-8.
 
-Version 2 (version 2 added the voice messages). A client's first line is ``hello``; the
-service answers ``welcome`` with its state and the recent conversation. After that the client
-sends requests and the service sends updates to every client at once, so two windows show the
-same conversation. docs/SERVICE.md describes each message.
+Version 3 (2 added the voice messages, 3 the memory messages of memory_wire.py). A client's
+first line is ``hello``; the service answers ``welcome`` with its state and the recent
+conversation. After that the client sends requests and the service sends updates to every
+client at once, so two windows show the same conversation. docs/SERVICE.md describes each message.
 """
 
 from __future__ import annotations
@@ -11,9 +11,27 @@ from __future__ import annotations
 import json
 from typing import Annotated, Literal
 
-from pydantic import AfterValidator, BaseModel, ConfigDict, Field, TypeAdapter, ValidationError
+from pydantic import Field, TypeAdapter, ValidationError
 
-PROTOCOL_VERSION = 2
+from assistant.service.memory_wire import (
+    CoreBlocks,
+    CoreEdit,
+    CoreQuery,
+    Failed,
+    MemoryChangedByUser,
+    MemoryDelete,
+    MemoryDetail,
+    MemoryDone,
+    MemoryEdit,
+    MemoryOpen,
+    MemoryPage,
+    MemoryQuery,
+    MemoryStats,
+    MemoryUndo,
+)
+from assistant.service.wire import UserText, Wire
+
+PROTOCOL_VERSION = 3
 # The longest line either side sends or accepts (a message is capped far below it).
 MAX_LINE_BYTES = 1 << 20
 # The longest message a user may send in one turn (a huge paste is refused, not cut).
@@ -31,10 +49,6 @@ class ProtocolError(Exception):
     """A line that is not a message of this protocol; the text says why, in one line."""
 
 
-class Wire(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
-
-
 # Client to service
 
 
@@ -44,20 +58,11 @@ class Hello(Wire):
     client: str = "client"
 
 
-def clean_text(text: str) -> str:
-    """Text that encodes as UTF-8: bytes that were not UTF-8 (kept by Python as lone
-    surrogates, e.g. in argv) become U+FFFD instead of breaking the line."""
-    try:
-        return text.encode("utf-8", "surrogateescape").decode("utf-8", "replace")
-    except UnicodeEncodeError:
-        return text.encode("utf-8", "replace").decode("utf-8")
-
-
 class Say(Wire):
     """A user turn. ``ref`` is the client's own tag, echoed so it can find its reply."""
 
     type: Literal["say"] = "say"
-    text: Annotated[str, AfterValidator(clean_text)]
+    text: UserText
     ref: str = ""
     # Set when the text was spoken: the recogniser's confidence, 0-1.
     confidence: float | None = Field(None, ge=0, le=1)
@@ -127,7 +132,14 @@ Request = Annotated[
     | SetVoice
     | Talk
     | StopSpeaking
-    | Listen,
+    | Listen
+    | MemoryQuery
+    | MemoryOpen
+    | MemoryEdit
+    | MemoryDelete
+    | MemoryUndo
+    | CoreQuery
+    | CoreEdit,
     Field(discriminator="type"),
 ]
 
@@ -161,6 +173,8 @@ class Welcome(Wire):
     background: bool
     history: list[HistoryItem] = []
     voice: Voice = Voice(state="off")
+    # None until the memory has opened.
+    memory: MemoryStats | None = None
 
 
 class History(Wire):
@@ -291,7 +305,14 @@ Update = Annotated[
     | Tasks
     | Left
     | Notice
-    | Bye,
+    | Bye
+    | MemoryPage
+    | MemoryDetail
+    | MemoryDone
+    | MemoryChangedByUser
+    | MemoryStats
+    | CoreBlocks
+    | Failed,
     Field(discriminator="type"),
 ]
 

@@ -22,10 +22,28 @@ from pathlib import Path
 
 from pydantic import ValidationError
 
-from assistant.agent.events import UserText, UserUtterance
+from assistant.agent.core_memory import CoreMemoryError
+from assistant.agent.events import MemoryChanged, UserText, UserUtterance
 from assistant.config import ConfigError, LoadedConfig
 from assistant.llm.server import ServerState, ServerStatus
 from assistant.service.host import STARTUP_ERRORS, AgentHost
+from assistant.service.memory_desk import Changed, MemoryDesk
+from assistant.service.memory_wire import (
+    CoreBlocks,
+    CoreEdit,
+    CoreQuery,
+    Failed,
+    MemoryChangedByUser,
+    MemoryDelete,
+    MemoryDetail,
+    MemoryDone,
+    MemoryEdit,
+    MemoryOpen,
+    MemoryQuery,
+    MemoryRequest,
+    MemoryStats,
+    MemoryUndo,
+)
 from assistant.service.paths import OwnerLock, private_dir, socket_path
 from assistant.service.protocol import (
     MAX_LINE_BYTES,
@@ -60,7 +78,6 @@ from assistant.service.protocol import (
     Voice,
     VoiceTimings,
     Welcome,
-    Wire,
     Work,
     decode_request,
     describe,
@@ -70,8 +87,12 @@ from assistant.service.protocol import (
     NotHeard as Unheard,
 )
 from assistant.service.voice import VoiceBridge, VoiceRequestError
+from assistant.service.wire import Wire
 from assistant.settings import Settings
+from memory.database import DatabaseError
 from memory.embedder import Embedder
+from memory.locking import LockTimeout
+from memory.stream import MemoryRequestError
 from models import Progress as WeightProgress
 from voice.loop import (
     BargedIn,
@@ -89,6 +110,17 @@ log = logging.getLogger(__name__)
 HISTORY_SHOWN = 40
 SPOKEN_FAILURE = "Sorry, I cannot answer right now; the reason is on the screen."
 HELLO_TIMEOUT_S = 10.0
+# How often the memory's counters are checked for the clients' status bars.
+STATS_POLL_S = 1.0
+# What a memory request can fail with; the client gets the message in one line.
+MEMORY_ERRORS = (
+    MemoryRequestError,
+    CoreMemoryError,
+    DatabaseError,
+    LockTimeout,
+    OSError,
+    ValueError,
+)
 # How long a new service waits for one that is shutting down to let go of the data folder.
 OWNER_WAIT_S = 15.0
 
@@ -122,6 +154,13 @@ class HeardOnly:
 
     turn: int
     heard: str
+
+
+@dataclass
+class Note:
+    """Something for the agent's next turn (the user changed a memory), told between turns."""
+
+    event: MemoryChanged
 
 
 @dataclass
@@ -162,7 +201,7 @@ class AssistantService:
         self.state: ServiceState = "starting"
         self.state_text = "starting"
         self.clients: list[Client] = []
-        self.queue: asyncio.Queue[QueuedTurn | SwitchEndpoint | HeardOnly] = asyncio.Queue()
+        self.queue: asyncio.Queue[QueuedTurn | SwitchEndpoint | HeardOnly | Note] = asyncio.Queue()
         self.running: RunningTurn | None = None
         # Turns accepted and not yet started, oldest first (what `brain tasks` shows).
         self.waiting: list[QueuedTurn] = []
@@ -182,6 +221,7 @@ class AssistantService:
         self._background_start: asyncio.Task[None] | None = None
         self._lock = OwnerLock(self.settings.data_dir)
         self._ever_connected = False
+        self._stats_sent: MemoryStats | None = None
         self.voice: VoiceBridge | None = None
         self.voice_status = Voice(state="off", mode=self.settings.voice.mode, text="voice is off")
         if self.settings.voice.enabled:
@@ -222,6 +262,7 @@ class AssistantService:
             asyncio.create_task(self._agent_loop()),
             asyncio.create_task(self._watch_config()),
             asyncio.create_task(self._stop_if_nobody_comes()),
+            asyncio.create_task(self._watch_memory()),
         ]
         self._starting = asyncio.create_task(self._start())
         try:
@@ -277,18 +318,22 @@ class AssistantService:
             await asyncio.to_thread(self.voice.close)
         if self._saving is not None:
             await asyncio.gather(self._saving, return_exceptions=True)
-        await self._save_cuts()
+        await self._save_queued()
         await asyncio.to_thread(self.host.close)
         self._lock.release()
         log.info("stopped")
 
-    async def _save_cuts(self) -> None:
-        """Replies cut off that the agent's memory does not show yet (the clients were told
-        they were cut, so that must not be lost)."""
+    async def _save_queued(self) -> None:
+        """Replies cut off and memory changes that the agent's history does not show yet
+        (the clients were told of them, so that must not be lost)."""
         while not self.queue.empty():
             job = self.queue.get_nowait()
-            if isinstance(job, HeardOnly) and self.host.agent is not None:
+            if self.host.agent is None:
+                continue
+            if isinstance(job, HeardOnly):
                 await asyncio.to_thread(self.host.heard_only, job.heard)
+            elif isinstance(job, Note):
+                await asyncio.to_thread(self.host.note, job.event)
 
     async def _start(self) -> None:
         try:
@@ -301,6 +346,7 @@ class AssistantService:
         finally:
             self._memory_settled.set()
         self._broadcast(History(items=self._history()))
+        self._broadcast_stats()
         if self.voice is not None:
             self._voice_start = asyncio.create_task(self._start_voice(self.voice))
         else:
@@ -410,6 +456,7 @@ class AssistantService:
             background=self.settings.service.background,
             history=self._history(),
             voice=self.voice_status,
+            memory=self._stats(),
         )
 
     def _history(self) -> list[HistoryItem]:
@@ -443,6 +490,18 @@ class AssistantService:
                 self.stop(f"stopped by {client.name}")
             case Hello():
                 client.send(Notice(text="already attached", level="warning"))
+            case (
+                MemoryQuery()
+                | MemoryOpen()
+                | MemoryEdit()
+                | MemoryDelete()
+                | MemoryUndo()
+                | CoreQuery()
+                | CoreEdit()
+            ):
+                task = asyncio.create_task(self._memory_request(client, request))
+                self._requests.add(task)
+                task.add_done_callback(self._requests.discard)
 
     def _accept(
         self, name: str, say: Say, tell: Callable[[Wire], None], timings: Timings | None = None
@@ -497,6 +556,9 @@ class AssistantService:
                         asyncio.to_thread(self.host.heard_only, job.heard)
                     )
                     await asyncio.shield(self._saving)
+            elif isinstance(job, Note):
+                if self.host.agent is not None:
+                    await asyncio.to_thread(self.host.note, job.event)
             else:
                 await self._llm_settled.wait()
                 self.waiting.remove(job)
@@ -544,6 +606,8 @@ class AssistantService:
                 error=turn.error if not turn.reply else None,
             )
         )
+        self.host.after_turn()
+        self._broadcast_stats()
 
     async def _switch(self, settings: Settings) -> None:
         self.switching = True
@@ -576,6 +640,48 @@ class AssistantService:
         """Background work's own LLM server starts after the reply path is ready; turns do
         not wait for it."""
         self._background_start = asyncio.create_task(asyncio.to_thread(self.host.start_background))
+
+    # Memory
+
+    async def _memory_request(self, client: Client, request: MemoryRequest) -> None:
+        """Answer a memory request in a worker thread (a reply being written does not hold it
+        up); a change is told to every client and, before its next turn, to the agent."""
+        await self._memory_settled.wait()
+        if self.host.stores is None:
+            client.send(Failed(ref=request.ref, text=f"the memory is not open: {self.state_text}"))
+            return
+        desk = MemoryDesk(self.host.stores)
+        try:
+            answer, changed = await asyncio.to_thread(_answer, desk, request)
+        except MEMORY_ERRORS as error:
+            client.send(Failed(ref=request.ref, text=one_line(error)))
+            return
+        client.send(answer)
+        if changed is not None:
+            record_id, text = changed
+            log.info("%s %s", client.name, text)
+            self._broadcast(MemoryChangedByUser(id=record_id, text=text))
+            self._broadcast_stats()
+            self.queue.put_nowait(Note(MemoryChanged(text)))
+
+    async def _watch_memory(self) -> None:
+        """Tell clients when the memory count or its background work changes (ratings done,
+        a reflection started or stored): cheap, from in-memory counters."""
+        while True:
+            await asyncio.sleep(STATS_POLL_S)
+            if self.clients and self._stats() != self._stats_sent:
+                self._broadcast_stats()
+
+    def _stats(self) -> MemoryStats | None:
+        if self.host.stores is None:
+            return None
+        return MemoryDesk(self.host.stores).stats(self.host.reflecting())
+
+    def _broadcast_stats(self) -> None:
+        stats = self._stats()
+        if stats is not None:
+            self._stats_sent = stats
+            self._broadcast(stats)
 
     # Voice
 
@@ -797,6 +903,41 @@ class AssistantService:
     def _set_state(self, state: ServiceState, text: str) -> None:
         self.state, self.state_text = state, text
         self._broadcast(Status(state=state, text=text, endpoint=self.host.describe_endpoint()))
+
+
+def _answer(desk: MemoryDesk, request: MemoryRequest) -> tuple[Wire, tuple[str, str] | None]:
+    """The answer to a memory request and, for a change, the changed id and what was done."""
+    done: Changed
+    match request:
+        case MemoryQuery():
+            return desk.query(request), None
+        case MemoryOpen():
+            detail = MemoryDetail(
+                ref=request.ref,
+                evidence=desk.evidence(request.id),
+                changes=desk.changes(request.id),
+            )
+            return detail, None
+        case CoreQuery():
+            return CoreBlocks(ref=request.ref, blocks=desk.core_blocks()), None
+        case CoreEdit():
+            text = desk.set_core(request.label, request.value)
+            return CoreBlocks(ref=request.ref, blocks=desk.core_blocks()), (
+                f"core:{request.label}",
+                text,
+            )
+        case MemoryEdit():
+            done = desk.edit(request)
+        case MemoryDelete():
+            done = desk.delete(request)
+        case MemoryUndo():
+            done = desk.undo(request)
+    return MemoryDone(ref=request.ref, row=done.row, text=done.text), (done.row.id, done.text)
+
+
+def one_line(error: BaseException) -> str:
+    text = " ".join(str(error).split())
+    return text or type(error).__name__
 
 
 def _stamp(path: Path) -> tuple[int, int] | None:
