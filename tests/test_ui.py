@@ -5,11 +5,12 @@ endpoint."""
 from __future__ import annotations
 
 import asyncio
-import time
 from collections.abc import Callable
 from pathlib import Path
 
 import pytest
+from rich.markdown import Markdown
+from rich.text import Text
 from textual.widgets import Input
 
 from assistant.agent.session import open_stores
@@ -22,6 +23,7 @@ from memory.embedder import OnnxSentenceEmbedder
 from tests.conftest import make_loaded
 from tests.helpers.fake_openai import scripted_endpoint
 from tests.helpers.service import action
+from tests.helpers.ui import wait_for
 from ui.app import BrainApp
 from ui.screens.conversation import ConversationScreen
 from ui.widgets.chat import MessageView, heard_end
@@ -30,14 +32,6 @@ from ui.widgets.voice import LevelMeter
 # Voice on, headless: Whisper and Piper load, and a WAV is "spoken" with a Listen request.
 HEADLESS_VOICE = {"voice.enabled": "true", "audio.input_device": "none"}
 GO_FORWARD = Path(__file__).parent.parent / "voice" / "data" / "goforward.wav"
-
-
-async def wait_for(condition: Callable[[], object], timeout: float) -> None:
-    deadline = time.monotonic() + timeout
-    while not condition():
-        if time.monotonic() > deadline:
-            raise AssertionError("timed out")
-        await asyncio.sleep(0.02)
 
 
 @pytest.fixture
@@ -113,7 +107,7 @@ async def test_typed_question_gets_a_streamed_reply_from_the_local_model(
 async def test_a_turn_from_another_client_shows_in_the_window(
     loaded_for: Callable[..., LoadedConfig],
 ) -> None:
-    with scripted_endpoint("stream", action("Ana lives in Lisbon.")) as (url, _):
+    with scripted_endpoint("stream", action("Ana lives in **Lisbon**.")) as (url, _):
         loaded = loaded_for(**{"llm.base_url": url})
         app = BrainApp(loaded)
         async with app.run_test(size=(100, 30)) as pilot:
@@ -126,7 +120,18 @@ async def test_a_turn_from_another_client_shows_in_the_window(
             await wait_for(lambda: views(screen, "assistant") and not screen.replying, 30)
             [user] = views(screen, "user")
             assert user.text == "Where does Ana live?" and user.note == "typed in ask"
-            assert views(screen, "assistant")[0].text == "Ana lives in Lisbon."
+            [reply] = views(screen, "assistant")
+            assert reply.text == "Ana lives in **Lisbon**."
+            assert isinstance(reply.content, Markdown), "a reply is rendered as Markdown"
+            assert isinstance(user.content, Text), "what the user typed is shown as typed"
+
+            # Up in the prompt brings back what was sent (from any window), Down the draft.
+            await pilot.click("#prompt")
+            await pilot.press(*"draft", "up")
+            prompt = screen.query_one("#prompt", Input)
+            assert prompt.value == "Where does Ana live?"
+            await pilot.press("down")
+            assert prompt.value == "draft"
             await quit_and_wait(pilot, loaded)
 
 

@@ -46,9 +46,11 @@ from assistant.service.protocol import (
     Voice,
     VoiceTimings,
     Welcome,
-    Wire,
 )
+from assistant.service.wire import Wire
+from ui.link import ServiceLink
 from ui.widgets.chat import ChatLog, MessageView
+from ui.widgets.memory_status import MemoryStatus
 from ui.widgets.status import StartupStatus
 from ui.widgets.voice import VoiceIndicator
 
@@ -78,14 +80,21 @@ TALK = Binding(
 )
 VOICE_ACTIONS = {MUTE.action, PUSH_TO_TALK.action, TALK.action}
 KEYS = [RETRY, STOP, MUTE, PUSH_TO_TALK, TALK]
+# The prompt's history: Up and Down bring back what was sent (the chat log, when focused,
+# scrolls with them instead).
+RECALL = [
+    Binding("up", "recall(-1)", "Previous message", show=False),
+    Binding("down", "recall(1)", "Next message", show=False),
+]
 
 
 class ConversationScreen(Screen[None]):
-    BINDINGS: ClassVar[list[BindingType]] = [*KEYS]
+    BINDINGS: ClassVar[list[BindingType]] = [*KEYS, *RECALL]
 
-    def __init__(self, loaded: LoadedConfig) -> None:
+    def __init__(self, loaded: LoadedConfig, link: ServiceLink) -> None:
         super().__init__()
         self.loaded = loaded
+        self.link = link
         self.client: ServiceClient | None = None
         self.state: ServiceState | None = None
         self.state_text = "connecting to the Brain OS service…"
@@ -96,6 +105,10 @@ class ConversationScreen(Screen[None]):
         # Push-to-talk: the talk key was pressed to start and not yet to stop.
         self.talking = False
         self._left: asyncio.Future[Left] | None = None
+        # What the user sent, oldest first, and where Up/Down is in it (len: the new line).
+        self.sent: list[str] = []
+        self.recalled = 0
+        self.draft = ""
 
     @property
     def replying(self) -> bool:
@@ -109,6 +122,7 @@ class ConversationScreen(Screen[None]):
         yield Header()
         with Horizontal(id="status-bar"):
             yield StartupStatus(id="status")
+            yield MemoryStatus(id="memory-count")
             yield VoiceIndicator(id="voice")
         yield ChatLog(id="chat")
         yield Input(placeholder="Type a message and press Enter", id="prompt")
@@ -118,6 +132,7 @@ class ConversationScreen(Screen[None]):
         self.title = "Brain OS"
         self.sub_title = LLMRuntime(self.loaded.settings).describe()
         self.query_one(Input).focus()
+        self.link.stats_changed.subscribe(self, self.query_one(MemoryStatus).show)
         self.attach()
 
     # The service
@@ -130,7 +145,7 @@ class ConversationScreen(Screen[None]):
         except ServiceError as error:
             self._lost(str(error))
             return
-        self.client = client
+        self.client = self.link.client = client
         self._welcome(client.welcome)
         reason = "the service closed the connection"
         try:
@@ -154,10 +169,12 @@ class ConversationScreen(Screen[None]):
         except (ServiceError, TimeoutError):
             return None
         finally:
-            self.client = None
+            self.client = self.link.client = None
             await client.close()
 
     def _welcome(self, welcome: Welcome) -> None:
+        if welcome.memory is not None:
+            self.link.take(welcome.memory)
         self._history(welcome.history)
         self._status(welcome.state, welcome.text, welcome.endpoint)
         self._voice(welcome.voice, changed=True)
@@ -166,8 +183,13 @@ class ConversationScreen(Screen[None]):
         chat = self.query_one(ChatLog)
         for item in items:
             chat.add(item.role, item.text, "earlier")
+        earlier = [item.text for item in items if item.role == "user"]
+        self.sent = earlier + self.sent
+        self.recalled = len(self.sent)
 
     def show(self, update: Update) -> None:
+        if self.link.take(update):  # answers to the memory screen, memory news
+            return
         chat = self.query_one(ChatLog)
         match update:
             case History():
@@ -178,6 +200,7 @@ class ConversationScreen(Screen[None]):
                 self.query_one(StartupStatus).progress(update.label, update.done, update.total)
             case UserSaid() if update.ref not in self.mine:
                 chat.add("user", update.text, said_note(update))
+                self._remember_sent(update.text)
             case ReplyStart():
                 self.replies[update.turn] = chat.add("assistant", turn=update.turn)
             case ReplyChunk() if update.turn in self.replies:
@@ -221,6 +244,7 @@ class ConversationScreen(Screen[None]):
         self.query_one(StartupStatus).show(text + suffix, shown)
 
     def _lost(self, reason: str) -> None:
+        self.link.lost(reason)
         self.state, self.state_text = None, reason
         for view in self.replies.values():
             view.append(" [cut off]")
@@ -278,9 +302,26 @@ class ConversationScreen(Screen[None]):
         self.mine.add(ref)
         if await self._send(Say(text=text, ref=ref)):
             event.input.clear()
+            self._remember_sent(text)
             self.query_one(ChatLog).add("user", text)
             if self.state == "starting":
                 self.query_one(StartupStatus).show(f"{self.state_text}; your message will follow")
+
+    def _remember_sent(self, text: str) -> None:
+        at_end = self.recalled == len(self.sent)
+        self.sent.append(text)
+        if at_end:
+            self.recalled = len(self.sent)
+
+    def action_recall(self, step: int) -> None:
+        prompt = self.query_one("#prompt", Input)
+        if not prompt.has_focus:
+            return
+        if self.recalled == len(self.sent):
+            self.draft = prompt.value  # what was being typed comes back at the end
+        self.recalled = min(max(0, self.recalled + step), len(self.sent))
+        prompt.value = self.sent[self.recalled] if self.recalled < len(self.sent) else self.draft
+        prompt.cursor_position = len(prompt.value)
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
         """Voice keys show greyed out in the footer while they would do nothing."""

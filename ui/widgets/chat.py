@@ -5,6 +5,7 @@ from __future__ import annotations
 import re
 from typing import ClassVar, Literal
 
+from rich.markdown import Markdown
 from rich.text import Text
 from textual.containers import VerticalScroll
 from textual.widgets import Static
@@ -27,7 +28,8 @@ _LOOKAHEAD_WORDS = 12
 
 
 class MessageView(Static):
-    """One message. Text is shown literally: no markup from the model or the user is run."""
+    """One message. A reply is rendered as Markdown (a cut one as plain text, to mark where
+    it stopped); everything else literally. No Rich markup from the model or the user is run."""
 
     COMPONENT_CLASSES: ClassVar[set[str]] = {"message-view--cut", "message-view--unheard"}
 
@@ -64,7 +66,11 @@ class MessageView(Static):
 
     def _render_text(self) -> None:
         if self.heard is None:
-            self.update(Text(self.text or "…"))
+            if self.role == "assistant" and self.text:
+                # The model writes Markdown; the user's text and notices are shown as typed.
+                self.update(Markdown(self.text))
+            else:
+                self.update(Text(self.text or "…"))
             return
         end = heard_end(self.text, self.heard)
         self.update(

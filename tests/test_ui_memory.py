@@ -1,0 +1,201 @@
+"""The memory screens of the terminal app, driven by Textual's Pilot against a real service
+(in-process, real memory store and embedder) whose LLM is a scripted endpoint: what the
+endpoint is sent shows what the agent's next turn retrieved after an edit on screen."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from textual.pilot import Pilot
+from textual.widgets import Input, TextArea, Tree
+
+from assistant.config import LoadedConfig
+from memory.embedder import OnnxSentenceEmbedder
+from tests.helpers.fake_openai import ScriptedEndpoint, scripted_endpoint
+from tests.helpers.memories import FACTS, INSIGHT, agent_requests, prompt_of, retrieved, seed
+from tests.helpers.service import InProcess, action
+from tests.helpers.ui import wait_for
+from ui.app import BrainApp
+from ui.screens.core_memory import CoreMemoryScreen
+from ui.screens.memory import MemoryScreen
+from ui.screens.memory_detail import MemoryDetailScreen
+from ui.screens.tasks import TasksScreen
+from ui.widgets.memory_table import MemoryTable
+
+SIZE = (130, 40)
+
+
+def table_texts(screen: MemoryScreen) -> list[str]:
+    return [row.text for row in screen.query_one(MemoryTable).memories.values()]
+
+
+async def open_memory(app: BrainApp, pilot: Pilot[Any]) -> MemoryScreen:
+    await wait_for(lambda: app.link.client is not None, 30)
+    await pilot.press("f2")
+    screen = app.screen
+    assert isinstance(screen, MemoryScreen)
+    await wait_for(lambda: screen.loads > 0, 30)
+    return screen
+
+
+async def reload(screen: MemoryScreen, action: Callable[[], object]) -> None:
+    """Do ``action`` and wait until the table shows a page loaded after it."""
+    before = screen.loads
+    await action()  # type: ignore[misc]
+    await wait_for(lambda: screen.loads > before, 30)
+
+
+async def point_at(pilot: Pilot[Any], screen: MemoryScreen, text: str) -> None:
+    table = screen.query_one(MemoryTable)
+    table.focus()
+    row = next(i for i, m in enumerate(table.memories.values()) if m.text == text)
+    table.move_cursor(row=row)
+    await pilot.pause()
+
+
+async def ask_agent(app: BrainApp, pilot: Pilot[Any], endpoint: ScriptedEndpoint) -> None:
+    """Back to the conversation, ask where Ana lives, and wait for the reply."""
+    await pilot.press("escape")
+    assert app.screen is app.conversation
+    asked = len(agent_requests(endpoint))
+    await pilot.click("#prompt")
+    await pilot.press(*"Where does Ana live?", "enter")
+    await wait_for(lambda: len(agent_requests(endpoint)) > asked, 30)
+    await wait_for(lambda: not app.conversation.replying, 30)
+
+
+async def test_edit_delete_and_undo_on_screen_reach_the_agents_next_turn(
+    loaded_for: Callable[..., LoadedConfig],
+    start_service: Callable[..., InProcess],
+    embedder: OnnxSentenceEmbedder,
+) -> None:
+    with scripted_endpoint("stream", action("Noted.")) as (url, endpoint):
+        loaded = loaded_for(**{"llm.base_url": url})
+        seed(loaded, embedder)
+        start_service(loaded)
+        app = BrainApp(loaded)
+        async with app.run_test(size=SIZE) as pilot:
+            screen = await open_memory(app, pilot)
+            assert len(table_texts(screen)) == 5
+            assert "1-5 of 5" in str(screen.query_one("#memory-status").render())
+
+            # Search finds by words, and by meaning.
+            search = screen.query_one("#memory-search", Input)
+            await reload(screen, lambda: pilot.press("slash", *"dentist"))
+            await wait_for(lambda: table_texts(screen)[:1] == [FACTS[2]], 10)
+            search.value = ""
+            await reload(screen, lambda: pilot.press(*"which drink does Joana like"))
+            await wait_for(lambda: table_texts(screen)[:1] == [FACTS[3]], 10)
+            search.value = ""
+            await wait_for(lambda: len(table_texts(screen)) == 5, 10)
+            await pilot.press("enter")
+
+            # Edit the text in the detail screen.
+            await point_at(pilot, screen, FACTS[0])
+            await pilot.press("e")
+            detail = app.screen
+            assert isinstance(detail, MemoryDetailScreen)
+            await wait_for(lambda: detail.row is not None, 10)
+            text = detail.query_one("#detail-text", TextArea)
+            assert text.has_focus and text.text == FACTS[0]
+            text.text = "Ana lives in Lisbon now."
+            await pilot.press("ctrl+s")
+            await wait_for(lambda: detail.row and detail.row.text.endswith("Lisbon now."), 10)
+            assert [c.action for c in detail.changes] == ["edit", "add"]
+            await reload(screen, lambda: pilot.press("escape"))
+            assert "Ana lives in Lisbon now." in table_texts(screen)
+
+            await ask_agent(app, pilot, endpoint)
+            assert "Ana lives in Lisbon now." in retrieved(endpoint)
+            assert "Porto" not in retrieved(endpoint)
+            assert "[the user changed a memory]" in prompt_of(endpoint)
+
+            # Delete from the table: not retrieved; undo: back.
+            screen = await open_memory(app, pilot)
+            await point_at(pilot, screen, "Ana lives in Lisbon now.")
+            await reload(screen, lambda: pilot.press("d"))
+            assert "Ana lives in Lisbon now." not in table_texts(screen)
+            await ask_agent(app, pilot, endpoint)
+            assert "Ana lives" not in retrieved(endpoint)
+
+            screen = await open_memory(app, pilot)
+            await reload(screen, lambda: pilot.press("ctrl+z"))
+            assert "Ana lives in Lisbon now." in table_texts(screen)
+            await ask_agent(app, pilot, endpoint)
+            assert "Ana lives in Lisbon now." in retrieved(endpoint)
+            await pilot.press("ctrl+q")
+
+
+async def test_evidence_tree_pin_filters_core_memory_and_panes(
+    loaded_for: Callable[..., LoadedConfig],
+    start_service: Callable[..., InProcess],
+    embedder: OnnxSentenceEmbedder,
+) -> None:
+    with scripted_endpoint("stream", action("Noted.")) as (url, endpoint):
+        loaded = loaded_for(**{"llm.base_url": url})
+        ids = seed(loaded, embedder)
+        start_service(loaded)
+        app = BrainApp(loaded)
+        async with app.run_test(size=SIZE) as pilot:
+            await wait_for(lambda: app.link.stats is not None, 30)
+            assert str(app.conversation.query_one("#memory-count").render()) == "5 memories"
+            screen = await open_memory(app, pilot)
+
+            # A reflection's evidence tree; Enter on a cited memory opens it.
+            await point_at(pilot, screen, INSIGHT)
+            await pilot.press("enter")
+            detail = app.screen
+            assert isinstance(detail, MemoryDetailScreen)
+            await wait_for(lambda: detail.row is not None, 10)
+            tree = detail.query_one("#detail-evidence", Tree)
+            assert [n.data for n in tree.root.children] == [ids[FACTS[0]], ids[FACTS[1]]]
+            tree.focus()
+            tree.move_cursor(tree.root.children[1])
+            await pilot.press("enter")
+            cited = app.screen
+            assert isinstance(cited, MemoryDetailScreen) and cited.record_id == ids[FACTS[1]]
+            await pilot.press("escape", "escape")
+            assert app.screen is screen
+
+            # Pin from the table, then filter by pinned.
+            await point_at(pilot, screen, FACTS[3])
+            await reload(screen, lambda: pilot.press("p"))
+            await reload(screen, lambda: pilot.click("#filter-pinned"))
+            assert table_texts(screen) == [FACTS[3]]
+            await reload(screen, lambda: pilot.click("#filter-pinned"))
+
+            # Sort by importance: the reflection (6) comes first.
+            await reload(screen, lambda: pilot.press("s", "s"))
+            assert table_texts(screen)[0] == INSIGHT
+
+            # Core memory: edit the human block; the next turn's prompt holds it.
+            await pilot.press("c")
+            core = app.screen
+            assert isinstance(core, CoreMemoryScreen)
+            await wait_for(lambda: bool(core.blocks), 10)
+            human = core.query_one("#core-human", TextArea)
+            human.text = "Name: Rita. Lives in Braga."
+            await pilot.press("ctrl+s")
+            await wait_for(lambda: core.blocks["human"].value == "Name: Rita. Lives in Braga.", 10)
+            await pilot.press("escape", "escape")
+            assert app.screen is app.conversation
+            await pilot.click("#prompt")
+            await pilot.press(*"What is my name?", "enter")
+            await wait_for(lambda: bool(agent_requests(endpoint)), 30)
+            await wait_for(lambda: not app.conversation.replying, 30)
+            assert "Name: Rita. Lives in Braga." in prompt_of(endpoint)
+
+            # The plans pane is the memory screen on plan memories; the tasks pane shows the
+            # service's work.
+            await pilot.press("f3")
+            plans = app.screen
+            assert isinstance(plans, MemoryScreen) and plans.kinds == ("plan",)
+            await wait_for(lambda: plans.loads > 0, 10)
+            assert "no memories" in str(plans.query_one("#memory-status").render())
+            await pilot.press("f4")
+            tasks = app.screen
+            assert isinstance(tasks, TasksScreen)
+            await wait_for(lambda: tasks.latest is not None, 10)
+            assert len(app.screen_stack) == 3  # panes replace each other over the conversation
+            await pilot.press("ctrl+q")

@@ -1,0 +1,251 @@
+"""The memory screen: every memory in a table, with the agent's own search, filters, sort and
+paging; pin, delete, restore and undo from the table, the rest in the detail screen.
+
+Every change goes to the service (the memory API), which tells the agent before its next turn.
+"""
+
+from __future__ import annotations
+
+import time
+from datetime import UTC, datetime
+from typing import ClassVar
+
+from textual import on, work
+from textual.app import ComposeResult
+from textual.binding import Binding, BindingType
+from textual.screen import Screen
+from textual.timer import Timer
+from textual.widgets import Checkbox, DataTable, Footer, Header, Input, Label, Select
+
+from assistant.service.memory_wire import (
+    MemoryChangedByUser,
+    MemoryDelete,
+    MemoryDone,
+    MemoryEdit,
+    MemoryPage,
+    MemoryQuery,
+    MemoryUndo,
+)
+from memory.records import Kind
+from memory.stream import SortKey
+from ui.link import LinkError, ServiceLink
+from ui.screens.core_memory import CoreMemoryScreen
+from ui.screens.memory_detail import MemoryDetailScreen
+from ui.widgets.memory_filters import MemoryFilters
+from ui.widgets.memory_table import MemoryTable
+
+PAGE_SIZE = 50
+# Typing pauses this long before the search runs (each keystroke is shown at once).
+SEARCH_PAUSE_S = 0.15
+# The orders "s" cycles through: (sort key, descending, how it reads).
+SORTS: tuple[tuple[SortKey, bool, str], ...] = (
+    ("created_at", True, "newest first"),
+    ("created_at", False, "oldest first"),
+    ("importance", True, "most important first"),
+    ("last_accessed_at", True, "most recently used first"),
+)
+# Clicking a column header sorts by it.
+HEADER_SORTS: dict[str, int] = {"when": 0, "importance": 2}
+
+
+class MemoryScreen(Screen[None]):
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("escape", "app.pop_screen", "Back"),
+        Binding("slash", "focus_search", "Search", key_display="/"),
+        Binding("e", "open(True)", "Edit"),
+        Binding("p", "pin", "Pin/unpin"),
+        Binding("d", "delete", "Delete/restore"),
+        Binding("ctrl+z", "undo", "Undo"),
+        Binding("s", "sort", "Sort"),
+        Binding("left_square_bracket", "page(-1)", "Prev page", key_display="["),
+        Binding("right_square_bracket", "page(1)", "Next page", key_display="]"),
+        Binding("c", "core", "Core memory"),
+    ]
+
+    def __init__(self, link: ServiceLink, kinds: tuple[Kind, ...] = (), title: str = "Memory"):
+        super().__init__()
+        self.link = link
+        self.kinds = kinds
+        self.heading = title
+        self.page = 1
+        self.sort_index = 0
+        self.total = 0
+        # Pages shown since the screen opened, how long the latest took from asking to shown,
+        # and the first from the screen's creation (benchmarks/memory_screen.py reads these).
+        self.loads = 0
+        self.last_load_ms = 0.0
+        self.first_page_ms = 0.0
+        # The service's own time for the latest page, and the search text it answered.
+        self.service_ms = 0.0
+        self.shown_query = ""
+        self._created = time.perf_counter()
+        self._pause: Timer | None = None
+
+    def compose(self) -> ComposeResult:
+        yield Header()
+        yield MemoryFilters(self.kinds, id="memory-filters")
+        yield MemoryTable(id="memory-table")
+        yield Label("loading…", id="memory-status")
+        yield Footer()
+
+    def on_mount(self) -> None:
+        self.title = self.heading
+        self.sub_title = "Enter opens a memory · / searches"
+        self.link.memory_changed.subscribe(self, self._changed_elsewhere)
+        self.query_one(MemoryTable).focus()
+        self.load()
+
+    # Loading
+
+    @work(exclusive=True, group="memory-page")
+    async def load(self, keep: str | None = None) -> None:
+        started = datetime.now(UTC)
+        clock = time.perf_counter()
+        filters = self.query_one(MemoryFilters)
+        sort, descending, _ = SORTS[self.sort_index]
+        request = MemoryQuery(
+            ref="",
+            query=filters.text,
+            kinds=filters.kinds,
+            sources=filters.sources,
+            pinned=filters.pinned,
+            since=filters.since(started),
+            deleted=filters.deleted,
+            sort=sort,
+            descending=descending,
+            page=self.page,
+            page_size=PAGE_SIZE,
+        )
+        self._status("searching…" if request.query.strip() else "loading…")
+        try:
+            page = await self.link.ask(request, MemoryPage)
+        except LinkError as error:
+            self._status(f"could not load the memories: {error}", "error")
+            return
+        if not page.rows and page.total and self.page > 1:
+            self.page = -(-page.total // PAGE_SIZE)  # the list shrank under this page
+            self.load(keep)
+            return
+        self.total = page.total
+        self.query_one(MemoryTable).show(page.rows, keep)
+        self.loads += 1
+        self.last_load_ms = (time.perf_counter() - clock) * 1000
+        self.service_ms = page.took_ms
+        self.shown_query = request.query
+        if self.loads == 1:
+            self.first_page_ms = (time.perf_counter() - self._created) * 1000
+        self._status(self._describe(page))
+
+    def _describe(self, page: MemoryPage) -> str:
+        if not page.total:
+            return "no memories match" if self._filtered() else "no memories yet"
+        first = (page.page - 1) * page.page_size + 1
+        last = first + len(page.rows) - 1
+        pages = -(-page.total // page.page_size)
+        searched = self.query_one(MemoryFilters).text.strip()
+        order = "by relevance" if searched else SORTS[self.sort_index][2]
+        return (
+            f"{first:,}-{last:,} of {page.total:,} · page {page.page}/{pages} · {order} · "
+            f"{page.took_ms:.0f} ms"
+        )
+
+    def _filtered(self) -> bool:
+        filters = self.query_one(MemoryFilters)
+        return bool(filters.text.strip() or filters.sources or filters.pinned or filters.deleted)
+
+    def _status(self, text: str, state: str = "") -> None:
+        label = self.query_one("#memory-status", Label)
+        label.update(text)
+        label.set_classes(state)
+
+    def _changed_elsewhere(self, change: MemoryChangedByUser) -> None:
+        self.load(self._current_id())
+
+    def _current_id(self) -> str | None:
+        row = self.query_one(MemoryTable).current
+        return row.id if row is not None else None
+
+    # Filters and search
+
+    @on(Input.Changed, "#memory-search")
+    def search_typed(self) -> None:
+        if self._pause is not None:
+            self._pause.stop()
+        self._pause = self.set_timer(SEARCH_PAUSE_S, self._search)
+
+    def _search(self) -> None:
+        self.page = 1
+        self.load()
+
+    @on(Input.Submitted, "#memory-search")
+    def search_done(self) -> None:
+        self.query_one(MemoryTable).focus()
+
+    @on(Select.Changed)
+    @on(Checkbox.Changed)
+    def filters_changed(self) -> None:
+        self._search()
+
+    @on(DataTable.HeaderSelected)
+    def header_clicked(self, event: DataTable.HeaderSelected) -> None:
+        index = HEADER_SORTS.get(str(event.column_key.value))
+        if index is not None:
+            # A second click on the same header reverses the order where there is one.
+            same = self.sort_index == index
+            self.sort_index = index + 1 if same and index == 0 else index
+            self._search()
+
+    # Actions
+
+    def action_focus_search(self) -> None:
+        self.query_one("#memory-search", Input).focus()
+
+    def action_sort(self) -> None:
+        self.sort_index = (self.sort_index + 1) % len(SORTS)
+        self.notify(f"Sorted {SORTS[self.sort_index][2]}")
+        self._search()
+
+    def action_page(self, step: int) -> None:
+        pages = max(1, -(-self.total // PAGE_SIZE))
+        wanted = min(max(1, self.page + step), pages)
+        if wanted != self.page:
+            self.page = wanted
+            self.load()
+
+    @on(DataTable.RowSelected, "#memory-table")
+    def row_chosen(self) -> None:
+        self.action_open()
+
+    def action_open(self, edit: bool = False) -> None:
+        row = self.query_one(MemoryTable).current
+        if row is not None:
+
+            def back(_: None) -> None:
+                self.load(row.id)
+
+            self.app.push_screen(MemoryDetailScreen(self.link, row.id, edit=edit), back)
+
+    def action_core(self) -> None:
+        self.app.push_screen(CoreMemoryScreen(self.link))
+
+    async def action_pin(self) -> None:
+        row = self.query_one(MemoryTable).current
+        if row is not None:
+            await self._change(MemoryEdit(ref="", id=row.id, pinned=not row.pinned))
+
+    async def action_delete(self) -> None:
+        row = self.query_one(MemoryTable).current
+        if row is not None:
+            await self._change(MemoryDelete(ref="", id=row.id, restore=row.deleted))
+
+    async def action_undo(self) -> None:
+        await self._change(MemoryUndo(ref=""))
+
+    async def _change(self, request: MemoryEdit | MemoryDelete | MemoryUndo) -> None:
+        try:
+            done = await self.link.ask(request, MemoryDone)
+        except LinkError as error:
+            self.notify(f"Not changed: {error}", severity="error")
+            return
+        self.notify(done.text[:1].upper() + done.text[1:])
+        # The list refreshes when the service announces the change to every window.

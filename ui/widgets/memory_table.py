@@ -1,0 +1,74 @@
+"""The memory table: one page of memories, a row each (kind, time, importance, source, text)."""
+
+from __future__ import annotations
+
+from datetime import datetime
+
+from rich.text import Text
+from textual.widgets import DataTable
+
+from assistant.service.memory_wire import MemoryRow
+
+COLUMNS = (
+    ("kind", "Kind", 11),
+    ("when", "When", 16),
+    ("importance", "Imp", 4),
+    ("source", "Source", 10),
+)
+# The text column takes what the others leave; one line a memory.
+TEXT_COLUMN = "text"
+
+
+class MemoryTable(DataTable[Text | str]):
+    """Rows are keyed by memory id; ``rows_by_id`` holds what each row shows."""
+
+    def __init__(self, **options: object) -> None:
+        super().__init__(cursor_type="row", zebra_stripes=True, **options)  # type: ignore[arg-type]
+        self.memories: dict[str, MemoryRow] = {}
+
+    def on_mount(self) -> None:
+        for key, label, width in COLUMNS:
+            self.add_column(label, key=key, width=width)
+        self.add_column("Memory", key=TEXT_COLUMN)
+
+    def show(self, rows: list[MemoryRow], keep: str | None = None) -> None:
+        """Replace the rows; the cursor stays on ``keep`` if it is still there."""
+        self.clear()
+        self.memories = {row.id: row for row in rows}
+        for row in rows:
+            self.add_row(*cells(row), key=row.id)
+        if keep in self.memories:
+            self.move_cursor(row=self.get_row_index(keep))
+
+    @property
+    def current(self) -> MemoryRow | None:
+        """The memory under the cursor."""
+        if not self.memories or self.cursor_row < 0 or self.cursor_row >= self.row_count:
+            return None
+        key = self.coordinate_to_cell_key(self.cursor_coordinate).row_key.value
+        return self.memories.get(key) if key is not None else None
+
+
+def cells(row: MemoryRow) -> tuple[Text | str, ...]:
+    text = " ".join(row.text.split())
+    marks = ("📌 " if row.pinned else "") + ("🗑 " if row.deleted else "")
+    importance = Text(str(row.importance), style="dim" if row.importance_state == "pending" else "")
+    return (
+        row.kind,
+        when(row.created_at),
+        importance,
+        source_label(row.sources),
+        Text(marks + text, style="strike" if row.deleted else ""),
+    )
+
+
+def when(moment: datetime) -> str:
+    return moment.astimezone().strftime("%Y-%m-%d %H:%M")
+
+
+def source_label(sources: list[str]) -> str:
+    if not sources:
+        return ""
+    first = sources[0].removeprefix("subagent:")
+    more = f"+{len(sources) - 1}" if len(sources) > 1 else ""
+    return first + more
