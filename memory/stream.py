@@ -774,10 +774,15 @@ class MemoryStream:
         rows = self.records.query(where=where, limit=1).to_pylist()
         return MemoryRecord.from_row(rows[0]) if rows else None
 
-    def get_many(self, record_ids: Sequence[str]) -> list[MemoryRecord]:
+    def get_many(self, record_ids: Sequence[str], embeddings: bool = True) -> list[MemoryRecord]:
+        """The records in the order asked (unknown ids left out); without ``embeddings``
+        their vectors are not read (a list for people)."""
         if not record_ids:
             return []
-        rows = self.records.query(where=in_list("id", record_ids), limit=len(record_ids))
+        columns = None if embeddings else [n for n in self.records.schema.names if n != "vector"]
+        rows = self.records.query(
+            where=in_list("id", record_ids), columns=columns, limit=len(record_ids)
+        )
         by_id = {row["id"]: MemoryRecord.from_row(row) for row in rows.to_pylist()}
         return [by_id[i] for i in record_ids if i in by_id]
 
@@ -802,31 +807,52 @@ class MemoryStream:
     ) -> Page[MemoryRecord]:
         filters = filters or Filters()
         offset, limit = page_bounds(page, page_size)
-        keys = self.records.query(where=filters.where(), columns=["id", sort])
-        values = keys.column(sort)
-        if pa.types.is_timestamp(values.type):
-            values = values.cast(pa.int64())
-        order = np.argsort(values.to_numpy(zero_copy_only=False), kind="stable")
+        mirrored = self._mirrored_column(sort)
+        if mirrored is not None:
+            # From the in-memory copy: no scan of the table (100k records: 5 ms, not 100).
+            positions = np.flatnonzero(self._allowed(filters))
+            values = mirrored[positions]
+            ids = self._mirror.ids
+        else:
+            keys = self.records.query(where=filters.where(), columns=["id", sort])
+            column = keys.column(sort)
+            if pa.types.is_timestamp(column.type):
+                column = column.cast(pa.int64())
+            values = column.to_numpy(zero_copy_only=False)
+            positions = np.arange(keys.num_rows)
+            ids = keys.column("id").to_pylist()
+        order = np.argsort(values, kind="stable")
         if descending:
             order = order[::-1]
-        ids = keys.column("id").to_pylist()
-        chosen = [ids[i] for i in order[offset : offset + limit]]
-        return Page(tuple(self.get_many(chosen)), keys.num_rows, page, page_size)
+        chosen = [ids[i] for i in positions[order[offset : offset + limit]]]
+        return Page(tuple(self.get_many(chosen, embeddings=False)), len(positions), page, page_size)
+
+    def _mirrored_column(self, sort: SortKey) -> NDArray[np.generic] | None:
+        mirror = self._mirror
+        columns: dict[str, NDArray[np.generic]] = {
+            "created_at": mirror.created_us,
+            "last_accessed_at": mirror.last_accessed_us,
+            "importance": mirror.importance,
+        }
+        return columns.get(sort)
 
     def search(
         self, query: str, filters: Filters | None = None, page: int = 1, page_size: int = 20
     ) -> Page[ScoredMemory]:
-        """Relevance-ranked search for people (does not count as an access)."""
+        """Relevance-ranked search for people (does not count as an access): every record the
+        filters allow is ranked, so ``total`` counts them all."""
+        filters = filters or Filters()
         offset, limit = page_bounds(page, page_size)
         wanted = offset + limit
         found = self.retrieve(
             query,
-            k=max(wanted, 100),
+            k=wanted,
             filters=filters,
             weights=RetrievalWeights(recency=0.0, importance=0.0, relevance=1.0),
             touch=False,
         )
-        return Page(tuple(found[offset:wanted]), len(found), page, page_size)
+        total = int(self._allowed(filters).sum())
+        return Page(tuple(found[offset:wanted]), total, page, page_size)
 
     # Editing
 
