@@ -11,6 +11,7 @@ from textual.pilot import Pilot
 from textual.widgets import Input, TextArea, Tree
 
 from assistant.config import LoadedConfig
+from assistant.service.protocol import Progress, Status
 from memory.embedder import OnnxSentenceEmbedder
 from tests.helpers.fake_openai import ScriptedEndpoint, scripted_endpoint
 from tests.helpers.memories import FACTS, INSIGHT, agent_requests, prompt_of, retrieved, seed
@@ -18,6 +19,7 @@ from tests.helpers.service import InProcess, action
 from tests.helpers.ui import wait_for
 from ui.app import BrainApp
 from ui.screens.core_memory import CoreMemoryScreen
+from ui.screens.first_run import FirstRunScreen
 from ui.screens.memory import MemoryScreen
 from ui.screens.memory_detail import MemoryDetailScreen
 from ui.screens.tasks import TasksScreen
@@ -140,6 +142,21 @@ async def test_evidence_tree_pin_filters_core_memory_and_panes(
         async with app.run_test(size=SIZE) as pilot:
             await wait_for(lambda: app.link.stats is not None, 30)
             assert str(app.conversation.query_one("#memory-count").render()) == "5 memories"
+            await wait_for(lambda: app.conversation.state == "ready", 30)
+
+            # A first run's weight assembly is explained on its own screen, gone once ready.
+            label = "assembling qwen (model.gguf)"
+            app.conversation.show(Progress(label=label, done=1, total=4, action="assembling"))
+            await pilot.pause()
+            first_run = app.screen
+            assert isinstance(first_run, FirstRunScreen)
+            app.conversation.show(Progress(label=label, done=4, total=4, action="assembling"))
+            await pilot.pause()
+            assert first_run.finished == [label]
+            app.conversation.show(Status(state="ready", text="ready: scripted", endpoint=url))
+            await pilot.pause()
+            assert app.screen is app.conversation
+
             screen = await open_memory(app, pilot)
 
             # A reflection's evidence tree; Enter on a cited memory opens it.

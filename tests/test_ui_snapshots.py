@@ -1,7 +1,8 @@
 """What the user sees, pinned as SVG snapshots (pytest-textual-snapshot) at a fixed terminal
-size: the memory table, a reflection's detail with its evidence tree, core memory, and the
-tasks pane. The memories are written with a fixed clock and shown in UTC, so the screens are
-the same on every run; `pytest --snapshot-update` accepts a deliberate change."""
+size: the conversation with a Markdown reply, the memory table, a reflection's detail with its
+evidence tree, and core memory. The memories are written with a fixed clock and shown in UTC,
+so the screens are the same on every run; `pytest --snapshot-update` accepts a deliberate
+change."""
 
 from __future__ import annotations
 
@@ -23,11 +24,13 @@ from ui.app import BrainApp
 from ui.screens.memory import MemoryScreen
 from ui.screens.memory_detail import MemoryDetailScreen
 from ui.widgets.memory_table import MemoryTable
+from ui.widgets.status import StartupStatus
 
 SIZE = (120, 32)
 WRITTEN_AT = datetime(2026, 11, 20, 9, 30, tzinfo=UTC)
 
 Compare = Callable[..., bool]
+REPLY = "Ana lives in **Lisbon**. You told me:\n\n- she moved in *May*\n- she works at a school"
 
 
 @pytest.fixture
@@ -46,11 +49,18 @@ def app(
     start_service: Callable[..., InProcess],
     embedder: OnnxSentenceEmbedder,
 ) -> Iterator[BrainApp]:
-    with scripted_endpoint("stream", action("Noted.")) as (url, _):
+    with scripted_endpoint("stream", action(REPLY)) as (url, _):
         loaded = loaded_for(**{"llm.base_url": url})
         seed(loaded, embedder, clock=lambda: WRITTEN_AT)
         start_service(loaded)
         yield BrainApp(loaded)
+
+
+async def steady(pilot: Pilot[Any]) -> None:
+    """No blinking cursors: a snapshot must not depend on when in the blink it is taken."""
+    for widget in pilot.app.screen.query("Input, TextArea"):
+        widget.cursor_blink = False  # type: ignore[attr-defined]
+    await pilot.pause()
 
 
 async def memory_screen(pilot: Pilot[Any]) -> MemoryScreen:
@@ -64,6 +74,33 @@ async def memory_screen(pilot: Pilot[Any]) -> MemoryScreen:
     return screen
 
 
+def steadily(ready: Callable[[Pilot[Any]], Any]) -> Callable[[Pilot[Any]], Any]:
+    async def run(pilot: Pilot[Any]) -> None:
+        await ready(pilot)
+        await steady(pilot)
+
+    return run
+
+
+def test_conversation(app: BrainApp, snap_compare: Compare) -> None:
+    async def ready(pilot: Pilot[Any]) -> None:
+        assert isinstance(pilot.app, BrainApp)
+        screen = pilot.app.conversation
+        await wait_for(lambda: screen.state == "ready" and pilot.app.link.stats is not None, 30)
+        await pilot.click("#prompt")
+        await pilot.press(*"Where does Ana live?", "enter")
+        await wait_for(lambda: screen.query("MessageView.assistant") and not screen.replying, 30)
+        # The status bar counts memories waiting to be rated: wait until they are.
+        link = pilot.app.link
+        await wait_for(lambda: link.stats is not None and link.stats.count == 7, 30)
+        await wait_for(lambda: link.stats is not None and not link.stats.ratings_pending, 30)
+        # The scripted endpoint's port changes from run to run.
+        screen.sub_title = "(endpoint hidden)"
+        screen.query_one(StartupStatus).show("ready: (endpoint hidden)", "ready")
+
+    assert snap_compare(app, terminal_size=SIZE, run_before=steadily(ready))
+
+
 def test_memory_table(app: BrainApp, snap_compare: Compare) -> None:
     async def ready(pilot: Pilot[Any]) -> None:
         screen = await memory_screen(pilot)
@@ -73,7 +110,7 @@ def test_memory_table(app: BrainApp, snap_compare: Compare) -> None:
         await wait_for(lambda: screen.loads > before + 1, 30)
         screen.query_one("#memory-status").update("(timing hidden)")  # type: ignore[attr-defined]
 
-    assert snap_compare(app, terminal_size=SIZE, run_before=ready)
+    assert snap_compare(app, terminal_size=SIZE, run_before=steadily(ready))
 
 
 def test_reflection_with_its_evidence_tree(app: BrainApp, snap_compare: Compare) -> None:
@@ -87,7 +124,7 @@ def test_reflection_with_its_evidence_tree(app: BrainApp, snap_compare: Compare)
         assert isinstance(detail, MemoryDetailScreen)
         await wait_for(lambda: detail.row is not None, 30)
 
-    assert snap_compare(app, terminal_size=SIZE, run_before=ready)
+    assert snap_compare(app, terminal_size=SIZE, run_before=steadily(ready))
 
 
 def test_core_memory(app: BrainApp, snap_compare: Compare) -> None:
@@ -96,4 +133,4 @@ def test_core_memory(app: BrainApp, snap_compare: Compare) -> None:
         await pilot.press("c")
         await wait_for(lambda: bool(getattr(pilot.app.screen, "blocks", None)), 30)
 
-    assert snap_compare(app, terminal_size=SIZE, run_before=ready)
+    assert snap_compare(app, terminal_size=SIZE, run_before=steadily(ready))

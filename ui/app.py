@@ -37,6 +37,10 @@ class BrainApp(App[None]):
         self.farewell: str | None = None
 
     def on_mount(self) -> None:
+        # The memory panes stay alive when closed: opening one again shows its last page at
+        # once and refreshes it (benchmarks/memory_screen.py).
+        self.install_screen(MemoryScreen(self.link), "memory")
+        self.install_screen(MemoryScreen(self.link, kinds=("plan",), title="Plans"), "plans")
         self.push_screen(self.conversation)
 
     def get_system_commands(self, screen: Screen[Any]) -> Iterable[SystemCommand]:
@@ -53,15 +57,15 @@ class BrainApp(App[None]):
             yield from screen_commands(screen)
 
     def action_memory(self) -> None:
-        self._open(MemoryScreen(self.link))
+        self._open("memory")
 
     def action_plans(self) -> None:
-        self._open(MemoryScreen(self.link, kinds=("plan",), title="Plans"))
+        self._open("plans")
 
     def action_tasks(self) -> None:
         self._open(TasksScreen(self.link))
 
-    def _open(self, pane: Screen[Any]) -> None:
+    def _open(self, pane: Screen[Any] | str) -> None:
         """Each pane opens over the conversation (Esc goes back), replacing another pane."""
         while len(self.screen_stack) > 2 and self.screen is not self.conversation:
             self.pop_screen()

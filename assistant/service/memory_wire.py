@@ -11,8 +11,11 @@ from typing import Literal
 from pydantic import Field
 
 from assistant.service.wire import UserText, Wire
-from memory.records import Kind
+from memory.records import KINDS, Kind
 from memory.stream import SortKey
+
+# Clients take these from here, not from the memory package.
+__all__ = ["KINDS", "Kind", "SortKey"]
 
 # The most rows one page may ask for (a screenful is about 40).
 MAX_PAGE_SIZE = 500

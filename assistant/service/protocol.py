@@ -200,6 +200,8 @@ class Progress(Wire):
     label: str
     done: int
     total: int
+    # "assembling" (the first run: weights built from their packages) or "verifying".
+    action: str = "verifying"
 
 
 class UserSaid(Wire):

@@ -892,6 +892,7 @@ class AssistantService:
                     label=f"{value.action} {value.weight_id} ({value.file_name})",
                     done=value.done,
                     total=value.total,
+                    action=value.action,
                 )
             )
 

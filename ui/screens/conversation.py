@@ -49,6 +49,7 @@ from assistant.service.protocol import (
 )
 from assistant.service.wire import Wire
 from ui.link import ServiceLink
+from ui.screens.first_run import FirstRunScreen
 from ui.widgets.chat import ChatLog, MessageView
 from ui.widgets.memory_status import MemoryStatus
 from ui.widgets.status import StartupStatus
@@ -109,6 +110,8 @@ class ConversationScreen(Screen[None]):
         self.sent: list[str] = []
         self.recalled = 0
         self.draft = ""
+        # Shown while weights are assembled on a first run (None once hidden or done).
+        self.first_run: FirstRunScreen | None = None
 
     @property
     def replying(self) -> bool:
@@ -198,6 +201,7 @@ class ConversationScreen(Screen[None]):
                 self._status(update.state, update.text, update.endpoint)
             case Progress():
                 self.query_one(StartupStatus).progress(update.label, update.done, update.total)
+                self._first_run(update)
             case UserSaid() if update.ref not in self.mine:
                 chat.add("user", update.text, said_note(update))
                 self._remember_sent(update.text)
@@ -235,7 +239,19 @@ class ConversationScreen(Screen[None]):
         elif end.interrupted and view.heard is None:
             view.append(" [stopped]")
 
+    def _first_run(self, progress: Progress) -> None:
+        if progress.action == "assembling" and self.first_run is None and self.is_current:
+            self.first_run = FirstRunScreen()
+            self.app.push_screen(self.first_run, self._first_run_hidden)
+        if self.first_run is not None:
+            self.first_run.progress(progress.label, progress.done, progress.total)
+
+    def _first_run_hidden(self, _: None) -> None:
+        self.first_run = None
+
     def _status(self, state: ServiceState, text: str, endpoint: str) -> None:
+        if state != "starting" and self.first_run is not None:
+            self.first_run.dismiss(None)  # the models are assembled (or failed: said below)
         self.state, self.state_text = state, text
         if endpoint:
             self.sub_title = endpoint

@@ -18,6 +18,7 @@ from textual.timer import Timer
 from textual.widgets import Checkbox, DataTable, Footer, Header, Input, Label, Select
 
 from assistant.service.memory_wire import (
+    Kind,
     MemoryChangedByUser,
     MemoryDelete,
     MemoryDone,
@@ -25,9 +26,8 @@ from assistant.service.memory_wire import (
     MemoryPage,
     MemoryQuery,
     MemoryUndo,
+    SortKey,
 )
-from memory.records import Kind
-from memory.stream import SortKey
 from ui.link import LinkError, ServiceLink
 from ui.screens.core_memory import CoreMemoryScreen
 from ui.screens.memory_detail import MemoryDetailScreen
@@ -70,15 +70,13 @@ class MemoryScreen(Screen[None]):
         self.page = 1
         self.sort_index = 0
         self.total = 0
-        # Pages shown since the screen opened, how long the latest took from asking to shown,
-        # and the first from the screen's creation (benchmarks/memory_screen.py reads these).
+        # Pages shown since the screen opened, and how long the latest took from asking to
+        # shown (benchmarks/memory_screen.py reads these).
         self.loads = 0
         self.last_load_ms = 0.0
-        self.first_page_ms = 0.0
         # The service's own time for the latest page, and the search text it answered.
         self.service_ms = 0.0
         self.shown_query = ""
-        self._created = time.perf_counter()
         self._pause: Timer | None = None
 
     def compose(self) -> ComposeResult:
@@ -93,9 +91,17 @@ class MemoryScreen(Screen[None]):
         self.sub_title = "Enter opens a memory · / searches"
         self.link.memory_changed.subscribe(self, self._changed_elsewhere)
         self.query_one(MemoryTable).focus()
-        self.load()
+
+    def on_screen_resume(self) -> None:
+        """Shown (again): the rows it had stay on screen while the page is asked for anew."""
+        self.load(self._current_id())
 
     # Loading
+
+    @property
+    def is_loading(self) -> bool:
+        """A page has been asked for and is not on screen yet."""
+        return any(w.group == "memory-page" and not w.is_finished for w in self.workers)
 
     @work(exclusive=True, group="memory-page")
     async def load(self, keep: str | None = None) -> None:
@@ -132,8 +138,6 @@ class MemoryScreen(Screen[None]):
         self.last_load_ms = (time.perf_counter() - clock) * 1000
         self.service_ms = page.took_ms
         self.shown_query = request.query
-        if self.loads == 1:
-            self.first_page_ms = (time.perf_counter() - self._created) * 1000
         self._status(self._describe(page))
 
     def _describe(self, page: MemoryPage) -> str:
@@ -218,12 +222,8 @@ class MemoryScreen(Screen[None]):
 
     def action_open(self, edit: bool = False) -> None:
         row = self.query_one(MemoryTable).current
-        if row is not None:
-
-            def back(_: None) -> None:
-                self.load(row.id)
-
-            self.app.push_screen(MemoryDetailScreen(self.link, row.id, edit=edit), back)
+        if row is not None:  # the page is asked for again when this screen is back on top
+            self.app.push_screen(MemoryDetailScreen(self.link, row.id, edit=edit))
 
     def action_core(self) -> None:
         self.app.push_screen(CoreMemoryScreen(self.link))

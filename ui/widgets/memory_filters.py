@@ -8,7 +8,7 @@ from textual.app import ComposeResult
 from textual.containers import Horizontal
 from textual.widgets import Checkbox, Input, Select
 
-from memory.records import KINDS, Kind
+from assistant.service.memory_wire import KINDS, Kind
 
 SOURCES = ("user", "assistant", "tool", "import")
 PERIODS: dict[str, timedelta] = {
