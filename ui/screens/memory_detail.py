@@ -33,7 +33,8 @@ class MemoryDetailScreen(Screen[None]):
         Binding("escape", "close", "Back"),
         Binding("ctrl+s", "save", "Save", priority=True),
         Binding("ctrl+d", "delete", "Delete/restore", priority=True),
-        Binding("ctrl+z", "undo", "Undo change", priority=True),
+        # Not a priority key: in the text box, Ctrl+Z undoes typing.
+        Binding("ctrl+z", "undo", "Undo change"),
     ]
 
     def __init__(self, link: ServiceLink, record_id: str, edit: bool = False) -> None:
@@ -55,7 +56,9 @@ class MemoryDetailScreen(Screen[None]):
                 yield Checkbox("pinned", id="detail-pinned", compact=True)
             yield Label("Cites", classes="detail-heading", id="evidence-heading")
             yield Tree[str]("", id="detail-evidence")
-            yield Label("History (Ctrl+Z undoes the selected change)", classes="detail-heading")
+            yield Label(
+                "History (Ctrl+Z here undoes the selected change)", classes="detail-heading"
+            )
             yield DataTable[str](id="detail-history", cursor_type="row")
         yield Footer()
 
@@ -196,7 +199,11 @@ def grow(node: object, cites: list[Evidence]) -> None:
 
 
 def change_cells(change: ChangeRow) -> tuple[str, ...]:
-    fields = sorted(set(change.before) | set(change.after))
+    fields = sorted(
+        name
+        for name in set(change.before) | set(change.after)
+        if change.before.get(name) != change.after.get(name)
+    )
     before = "; ".join(f"{f}: {change.before[f]}" for f in fields if f in change.before)
     after = "; ".join(f"{f}: {change.after[f]}" for f in fields if f in change.after)
     return (
