@@ -14,10 +14,11 @@ import pytest
 from assistant.agent.agent import FALLBACK_MESSAGE, Agent, AgentConfig, instructions
 from assistant.agent.context import MESSAGE_OVERHEAD_TOKENS, ContextConfig, ContextWindow
 from assistant.agent.events import HeartbeatTick, UserText, UserUtterance
-from assistant.agent.session import open_stores
+from assistant.agent.session import open_agent, open_stores
 from assistant.agent.tools import Stores, action_schema
 from assistant.llm.client import LLMContextOverflow, LLMReplyError, LLMUnavailable
 from assistant.llm.priority import BackgroundLLM, ForegroundGate
+from assistant.settings import Settings
 from memory.embedder import OnnxSentenceEmbedder
 from tests.agent_helpers import ScriptedStream, action, say
 
@@ -368,3 +369,18 @@ def test_a_reply_cut_before_any_of_it_was_heard(stores: Stores) -> None:
 def tools_allowed(schema: dict[str, Any] | None) -> list[str]:
     assert schema is not None
     return [option["properties"]["tool"]["const"] for option in schema["anyOf"]]
+
+
+def test_a_restart_resumes_the_conversation_without_the_failure_apology(stores: Stores) -> None:
+    for role, text in [
+        ("user", "Hi, I am Rita."),
+        ("assistant", FALLBACK_MESSAGE),
+        ("user", "Where does Ana live?"),
+        ("assistant", "In Porto."),
+    ]:
+        stores.recall.append(role, text, conversation_id="main")
+    agent = open_agent(Settings(), ScriptedStream(say("Hello.")), stores)
+    resumed = [str(m["content"]) for m in agent.context.fifo]
+    assert resumed[0] == "Hi, I am Rita." and resumed[1] == "Where does Ana live?"
+    assert json.loads(resumed[2])["arguments"]["message"] == "In Porto."
+    assert not any(FALLBACK_MESSAGE in text for text in resumed)

@@ -6,7 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from assistant.agent.actions import Action
-from assistant.agent.agent import Agent, AgentConfig, AgentLLM, instructions
+from assistant.agent.agent import FALLBACK_MESSAGE, Agent, AgentConfig, AgentLLM, instructions
 from assistant.agent.context import ContextConfig, ContextWindow
 from assistant.agent.core_memory import CoreMemory
 from assistant.agent.tools import SendMessage, Stores
@@ -53,7 +53,8 @@ def open_agent(
     for message in stores.recall.recent(RESUMED_MESSAGES):
         if message.role == "user":
             context.push({"role": "user", "content": message.text})
-        elif message.role == "assistant":
+        elif message.role == "assistant" and message.text != FALLBACK_MESSAGE:
+            # The apology said when a turn failed stays out: small models copy it.
             said = Action("send_message", SendMessage(message=message.text), False)
             context.push({"role": "assistant", "content": said.as_json()})
     while context.pressure() > settings.agent.memory_pressure and context.evict():
