@@ -5,6 +5,7 @@ endpoint is sent shows what the agent's next turn retrieved after an edit on scr
 from __future__ import annotations
 
 from collections.abc import Callable
+from datetime import datetime, timedelta
 from typing import Any
 
 from textual.pilot import Pilot
@@ -26,6 +27,10 @@ from ui.screens.tasks import TasksScreen
 from ui.widgets.memory_table import MemoryTable
 
 SIZE = (130, 40)
+
+
+async def set_value(box: Input, text: str) -> None:
+    box.value = text
 
 
 def table_texts(screen: MemoryScreen) -> list[str]:
@@ -181,6 +186,18 @@ async def test_evidence_tree_pin_filters_core_memory_and_panes(
             await reload(screen, lambda: pilot.click("#filter-pinned"))
             assert table_texts(screen) == [FACTS[3]]
             await reload(screen, lambda: pilot.click("#filter-pinned"))
+
+            # A time range: every memory was written today.
+            today = datetime.now().date()
+            starts = screen.query_one("#filter-from", Input)
+            await reload(screen, lambda: set_value(starts, str(today + timedelta(days=1))))
+            assert table_texts(screen) == []
+            assert "no memories match" in str(screen.query_one("#memory-status").render())
+            await reload(screen, lambda: set_value(starts, str(today)))
+            assert len(table_texts(screen)) == 5
+            await reload(screen, lambda: set_value(starts, "2026-13-01"))
+            assert starts.has_class("-invalid") and len(table_texts(screen)) == 5
+            await reload(screen, lambda: set_value(starts, ""))
 
             # Sort by importance: the reflection (6) comes first.
             await reload(screen, lambda: pilot.press("s", "s"))

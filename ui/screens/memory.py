@@ -116,6 +116,7 @@ class MemoryScreen(Screen[None]):
             sources=filters.sources,
             pinned=filters.pinned,
             since=filters.since(started),
+            until=filters.until(),
             deleted=filters.deleted,
             sort=sort,
             descending=descending,
@@ -155,7 +156,14 @@ class MemoryScreen(Screen[None]):
 
     def _filtered(self) -> bool:
         filters = self.query_one(MemoryFilters)
-        return bool(filters.text.strip() or filters.sources or filters.pinned or filters.deleted)
+        return bool(
+            filters.text.strip()
+            or filters.sources
+            or filters.pinned
+            or filters.deleted
+            or filters.until() is not None
+            or filters.since(datetime.now(UTC)) is not None
+        )
 
     def _status(self, text: str, state: str = "") -> None:
         label = self.query_one("#memory-status", Label)
@@ -171,7 +179,7 @@ class MemoryScreen(Screen[None]):
 
     # Filters and search
 
-    @on(Input.Changed, "#memory-search")
+    @on(Input.Changed, "#memory-search, #filter-from, #filter-to")
     def search_typed(self) -> None:
         if self._pause is not None:
             self._pause.stop()
