@@ -189,15 +189,18 @@ async def test_evidence_tree_pin_filters_core_memory_and_panes(
 
             # A time range: every memory was written today.
             today = datetime.now().date()
-            starts = screen.query_one("#filter-from", Input)
-            await reload(screen, lambda: set_value(starts, str(today + timedelta(days=1))))
+            box = screen.query_one("#memory-search", Input)
+            tomorrow = today + timedelta(days=1)
+            await reload(screen, lambda: set_value(box, f"from:{tomorrow}"))
             assert table_texts(screen) == []
             assert "no memories match" in str(screen.query_one("#memory-status").render())
-            await reload(screen, lambda: set_value(starts, str(today)))
+            await reload(screen, lambda: set_value(box, f"from:{today} to:{today}"))
             assert len(table_texts(screen)) == 5
-            await reload(screen, lambda: set_value(starts, "2026-13-01"))
-            assert starts.has_class("-invalid") and len(table_texts(screen)) == 5
-            await reload(screen, lambda: set_value(starts, ""))
+            await reload(screen, lambda: set_value(box, f"from:{today} cello"))
+            assert table_texts(screen)[0] == FACTS[1]
+            await reload(screen, lambda: set_value(box, "from:2026-13-01"))
+            assert box.has_class("-invalid") and len(table_texts(screen)) == 5
+            await reload(screen, lambda: set_value(box, ""))
 
             # Sort by importance: the reflection (6) comes first.
             await reload(screen, lambda: pilot.press("s", "s"))

@@ -179,7 +179,7 @@ class MemoryScreen(Screen[None]):
 
     # Filters and search
 
-    @on(Input.Changed, "#memory-search, #filter-from, #filter-to")
+    @on(Input.Changed, "#memory-search")
     def search_typed(self) -> None:
         if self._pause is not None:
             self._pause.stop()

@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
+import re
 from datetime import date, datetime, time, timedelta
 
 from textual.app import ComposeResult
-from textual.containers import Horizontal, Vertical
+from textual.containers import Horizontal
 from textual.widgets import Checkbox, Input, Select
 
 from assistant.service.memory_wire import KINDS, Kind
@@ -19,7 +20,12 @@ PERIODS: dict[str, timedelta] = {
 }
 
 
-class MemoryFilters(Vertical):
+# "from:2026-03-01" and "to:2026-03-31" in the search box bound the time range (typed, not
+# two more boxes: every widget on this screen costs time each time it is shown).
+DAY_BOUND = re.compile(r"\b(from|to):(\S*)")
+
+
+class MemoryFilters(Horizontal):
     """What the user asked the table to show; reads its controls, changes nothing itself."""
 
     def __init__(self, kinds: tuple[Kind, ...] = (), id: str | None = None) -> None:
@@ -27,21 +33,22 @@ class MemoryFilters(Vertical):
         self.fixed_kinds = kinds
 
     def compose(self) -> ComposeResult:
-        with Horizontal(classes="filter-row"):
-            yield Input(placeholder="Search by words or meaning", id="memory-search", compact=True)
-            if not self.fixed_kinds:
-                yield choice(KINDS, "any kind", "filter-kind")
-            yield choice(SOURCES, "any source", "filter-source")
-        with Horizontal(classes="filter-row"):
-            yield choice(tuple(PERIODS), "any time", "filter-time")
-            yield day_input("from", "filter-from")
-            yield day_input("to", "filter-to")
-            yield Checkbox("pinned", id="filter-pinned", compact=True)
-            yield Checkbox("deleted", id="filter-deleted", compact=True)
+        yield Input(
+            placeholder="Search by words or meaning; from:YYYY-MM-DD to:YYYY-MM-DD",
+            id="memory-search",
+            compact=True,
+        )
+        if not self.fixed_kinds:
+            yield choice(KINDS, "any kind", "filter-kind")
+        yield choice(SOURCES, "any source", "filter-source")
+        yield choice(tuple(PERIODS), "any time", "filter-time")
+        yield Checkbox("pinned", id="filter-pinned", compact=True)
+        yield Checkbox("deleted", id="filter-deleted", compact=True)
 
     @property
     def text(self) -> str:
-        return self.query_one("#memory-search", Input).value
+        """What to search for: the search box without its from:/to: days."""
+        return " ".join(DAY_BOUND.sub(" ", self.query_one("#memory-search", Input).value).split())
 
     @property
     def kinds(self) -> list[Kind] | None:
@@ -59,27 +66,32 @@ class MemoryFilters(Vertical):
         """The later of the period chosen and the "from" day (its start, local time)."""
         value = self.query_one("#filter-time", Select).value
         starts = [now - PERIODS[value]] if isinstance(value, str) else []
-        first = self.day("#filter-from")
+        first = self.day("from")
         if first is not None:
             starts.append(datetime.combine(first, time.min).astimezone())
         return max(starts, default=None)
 
     def until(self) -> datetime | None:
         """The end of the "to" day (local time)."""
-        last = self.day("#filter-to")
+        last = self.day("to")
         return datetime.combine(last, time.max).astimezone() if last is not None else None
 
-    def day(self, selector: str) -> date | None:
-        """The day typed in a date box (YYYY-MM-DD); a box that holds something else is
-        marked and ignored."""
-        box = self.query_one(selector, Input)
-        text = box.value.strip()
+    def day(self, bound: str) -> date | None:
+        """The day after "from:" or "to:" in the search box; one that is not YYYY-MM-DD
+        marks the box and is ignored."""
+        box = self.query_one("#memory-search", Input)
+        days = {name: text for name, text in DAY_BOUND.findall(box.value)}
+        wrong = False
+        for text in days.values():
+            try:
+                date.fromisoformat(text)
+            except ValueError:
+                wrong = True
+        box.set_class(wrong, "-invalid")
         try:
-            day = date.fromisoformat(text) if text else None
+            return date.fromisoformat(days[bound]) if bound in days else None
         except ValueError:
-            day = None
-        box.set_class(bool(text) and day is None, "-invalid")
-        return day
+            return None
 
     @property
     def pinned(self) -> bool | None:
@@ -92,7 +104,3 @@ class MemoryFilters(Vertical):
 
 def choice(values: tuple[str, ...], prompt: str, name: str) -> Select[str]:
     return Select([(v, v) for v in values], prompt=prompt, id=name, compact=True)
-
-
-def day_input(label: str, name: str) -> Input:
-    return Input(placeholder=f"{label} YYYY-MM-DD", id=name, max_length=10, compact=True)
