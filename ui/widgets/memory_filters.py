@@ -21,7 +21,7 @@ PERIODS: dict[str, timedelta] = {
 
 
 # "from:2026-03-01" and "to:2026-03-31" in the search box bound the time range (typed, not
-# two more boxes: every widget on this screen costs time each time it is shown).
+# two more boxes, so the filters stay on one line above the table).
 DAY_BOUND = re.compile(r"\b(from|to):(\S*)")
 
 
