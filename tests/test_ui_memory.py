@@ -145,8 +145,8 @@ async def test_evidence_tree_pin_filters_core_memory_and_panes(
         start_service(loaded)
         app = BrainApp(loaded)
         async with app.run_test(size=SIZE) as pilot:
-            await wait_for(lambda: app.link.stats is not None, 30)
-            assert str(app.conversation.query_one("#memory-count").render()) == "5 memories"
+            count = app.conversation.query_one("#memory-count")
+            await wait_for(lambda: str(count.render()) == "5 memories", 30)
             await wait_for(lambda: app.conversation.state == "ready", 30)
 
             # A first run's weight assembly is explained on its own screen, gone once ready.

@@ -90,10 +90,10 @@ def test_conversation(app: BrainApp, snap_compare: Compare) -> None:
         await pilot.click("#prompt")
         await pilot.press(*"Where does Ana live?", "enter")
         await wait_for(lambda: screen.query("MessageView.assistant") and not screen.replying, 30)
-        # The status bar counts memories waiting to be rated: wait until they are.
-        link = pilot.app.link
-        await wait_for(lambda: link.stats is not None and link.stats.count == 7, 30)
-        await wait_for(lambda: link.stats is not None and not link.stats.ratings_pending, 30)
+        # Exactly this once the new turn's two memories are counted and rated ("· rating 2"
+        # while they wait).
+        count = screen.query_one("#memory-count")
+        await wait_for(lambda: str(count.render()) == "7 memories", 30)
         # The scripted endpoint's port changes from run to run.
         screen.sub_title = "(endpoint hidden)"
         screen.query_one(StartupStatus).show("ready: (endpoint hidden)", "ready")
