@@ -125,6 +125,9 @@ async def _one_turn(
         await client.send(request)
         turn: int | None = None
         ended = False
+        # The stage times arrive while the reply is still being written: said after it, so
+        # the two outputs do not run into one line on a terminal.
+        timings: str | None = None
         async with asyncio.timeout(None) as deadline:
             async for update in client.updates():
                 if isinstance(update, UserSaid) and turn is None and mine(update):
@@ -144,12 +147,17 @@ async def _one_turn(
                     out.flush()
                 elif isinstance(update, VoiceTimings) and update.turn == turn:
                     stages = ", ".join(f"{k} {v:,.0f} ms" for k, v in update.stages_ms.items())
-                    _tell(err, f"after the end of speech: {stages}")
+                    timings = f"after the end of speech: {stages}"
+                    if ended:
+                        _tell(err, timings)
                 elif isinstance(update, ReplyEnd) and update.turn == turn:
                     if update.error:
                         _tell(err, f"no reply: {update.error}")
                         break
                     out.write("\n")
+                    out.flush()
+                    if timings is not None:
+                        _tell(err, timings)
                     code = 0
                     if not spoken:
                         break
