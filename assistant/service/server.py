@@ -669,17 +669,17 @@ class AssistantService:
         a reflection started or stored): cheap, from in-memory counters."""
         while True:
             await asyncio.sleep(STATS_POLL_S)
-            if self.clients and self._stats() != self._stats_sent:
-                self._broadcast_stats()
+            if self.clients:
+                self._broadcast_stats(only_if_changed=True)
 
     def _stats(self) -> MemoryStats | None:
         if self.host.stores is None:
             return None
         return MemoryDesk(self.host.stores).stats(self.host.reflecting())
 
-    def _broadcast_stats(self) -> None:
+    def _broadcast_stats(self, only_if_changed: bool = False) -> None:
         stats = self._stats()
-        if stats is not None:
+        if stats is not None and not (only_if_changed and stats == self._stats_sent):
             self._stats_sent = stats
             self._broadcast(stats)
 
