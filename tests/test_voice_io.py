@@ -112,6 +112,21 @@ def test_endpointer_times_and_pre_roll() -> None:
     assert not utterance.cut and not endpointer.speaking
 
 
+def test_speech_confirmed_elsewhere_starts_an_utterance_with_its_pre_roll() -> None:
+    config = EndpointConfig(pre_roll_ms=320, onset_frames=3, post_roll_ms=0, end_silence_ms=320)
+    endpointer = Endpointer(config)
+    assert feed(endpointer, [False] * 30) == []  # speech the caller could not yet tell apart
+    started = endpointer.begin(30 * FRAME_S, 5 * FRAME_S)
+    assert isinstance(started, SpeechStarted) and started.at == pytest.approx(25 * FRAME_S)
+    assert endpointer.begin(30 * FRAME_S, 5 * FRAME_S) is None  # one is under way
+    frame = tone(FRAME_S, amplitude=0.01)
+    for i in range(31, 51):
+        event = endpointer.feed(frame, i <= 40, i * FRAME_S)
+    assert isinstance(event, Utterance) and event.started_at == pytest.approx(25 * FRAME_S)
+    # The whole idle buffer (pre-roll and onset) and the speech that followed, no post-roll.
+    assert len(event.audio) == (10 + 3 + 10) * FRAME_SAMPLES
+
+
 # --- the simulated device -------------------------------------------------------------------
 
 

@@ -103,6 +103,7 @@ class FrameVerdict:
     barge_in: since something was played after the last ``reset_barge_in``, the user has
         spoken for at least ``barge_in_ms`` (over the echo while it is played, by plain VAD in
         the reply's pauses); stays set until ``reset_barge_in``.
+    barge_in_began: this frame is the one that set ``barge_in``.
     """
 
     residual: Frame
@@ -110,6 +111,7 @@ class FrameVerdict:
     user_speech: bool
     echo_db: float
     barge_in: bool
+    barge_in_began: bool = False
 
 
 class EchoCanceller:
@@ -266,6 +268,7 @@ class EchoSuppressor:
             user_speech = self._beyond_echo(mic, residual, echo, speech_like)
         else:
             user_speech = speech_like
+        already = self._barge_in
         if self._replying:
             # Counted in the pauses of a reply too (no echo can be heard there, the VAD
             # decides): the user who starts as a sentence ends is still talking over the reply.
@@ -277,6 +280,7 @@ class EchoSuppressor:
             user_speech=user_speech,
             echo_db=level_dbfs(echo),
             barge_in=self._barge_in,
+            barge_in_began=self._barge_in and not already,
         )
 
     def reset_barge_in(self) -> None:

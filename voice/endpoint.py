@@ -138,16 +138,27 @@ class Endpointer:
             return event
         return None
 
+    def begin(self, at: float, speech_s: float) -> SpeechStarted | None:
+        """The caller has confirmed speech of the last ``speech_s`` seconds up to ``at`` (the
+        end of the last frame fed) by other means, a barge-in: the utterance starts without
+        waiting for an onset, the pre-roll before it included. None if one is under way."""
+        if self._speech is not None:
+            return None
+        return self._start(at, min(len(self._idle), _frames(speech_s)))
+
     def _listen(self, frame: Frame, is_speech: bool, at: float) -> SpeechStarted | None:
         self._idle.append(frame)
         self._onset = self._onset + 1 if is_speech else 0
         if self._onset < self.config.onset_frames:
             return None
+        return self._start(at, self.config.onset_frames)
+
+    def _start(self, at: float, speech_frames: int) -> SpeechStarted:
         self._speech = list(self._idle)
         self._idle.clear()
         self._onset = self._silence = 0
         self._last_speech = len(self._speech) - 1
-        self._started_at = at - self.config.onset_frames * FRAME_S
+        self._started_at = at - speech_frames * FRAME_S
         self._ended_at = at
         self._continued = False
         return SpeechStarted(self._started_at)

@@ -245,7 +245,14 @@ class VoiceLoop:
             self._barge_in(frame.at)
         elif not speaking:
             self.suppressor.reset_barge_in()
-        event = self.endpointer.feed(verdict.residual, verdict.user_speech, frame.at)
+        # Over a reply, speech opens an utterance only once the suppressor has confirmed it is
+        # the user's (the barge-in decision): a syllable of echo now and then that pokes out of
+        # the canceller would otherwise start one, and the user's words would be heard with the
+        # reply's before them.
+        is_speech = verdict.user_speech and (not speaking or verdict.barge_in)
+        event = self.endpointer.feed(verdict.residual, is_speech, frame.at)
+        if speaking and verdict.barge_in_began and event is None:
+            event = self.endpointer.begin(frame.at, self.config.echo.barge_in_ms / 1000)
         if isinstance(event, Utterance):
             self._utterances.put(event)
         elif isinstance(event, SpeechDropped):
