@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import json
 import math
-import os
 import re
 import shutil
 import tempfile
@@ -31,6 +30,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 from numpy.typing import NDArray
 
+from memory.files import atomic_file
 from memory.records import KINDS, ImportanceState, MemoryRecord, is_valid_source, utc_now
 from memory.stream import MemoryStream
 from memory.table import in_list
@@ -112,7 +112,7 @@ def export_jsonl(
         "exported_at": utc_now().isoformat(),
     }
     written = 0
-    with _atomic_file(Path(path)) as handle:
+    with atomic_file(Path(path)) as handle:
         _write_header(handle, header)
         vector_format = _vector_format(dimensions)
         for record in _records(stream, ids, include_embeddings):
@@ -153,32 +153,6 @@ def _json_value(value: object) -> object:
     if isinstance(value, tuple):
         return list(value)
     return value
-
-
-@contextmanager
-def _atomic_file(path: Path) -> Iterator[TextIO]:
-    """A file that appears at ``path`` whole (written to a temporary file beside it, flushed to
-    disk, renamed), or not at all."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    descriptor, temporary = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.")
-    try:
-        with os.fdopen(descriptor, "w", encoding="utf-8", newline="\n") as handle:
-            yield handle
-            handle.flush()
-            os.fsync(handle.fileno())
-        os.replace(temporary, path)
-    except BaseException:
-        Path(temporary).unlink(missing_ok=True)
-        raise
-    _fsync_folder(path.parent)
-
-
-def _fsync_folder(folder: Path) -> None:
-    descriptor = os.open(folder, os.O_RDONLY)
-    try:
-        os.fsync(descriptor)
-    finally:
-        os.close(descriptor)
 
 
 # JSON Lines import

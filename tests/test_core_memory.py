@@ -23,7 +23,7 @@ def test_edits_persist_privately_and_render_the_same_bytes(tmp_path: Path) -> No
     again = CoreMemory(path, limit=60)
     assert again.render() == core.render() != before
     assert '<human chars="37/60">' in again.render()
-    assert not list(path.parent.glob(".core-*"))  # no temporary file left behind
+    assert not list(path.parent.glob(".core_memory.json.*"))  # no temporary file left behind
 
 
 def test_bad_edits_say_what_to_fix(tmp_path: Path) -> None:

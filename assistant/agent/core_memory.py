@@ -10,10 +10,10 @@ llama.cpp server can reuse its cached prefix.
 from __future__ import annotations
 
 import json
-import os
-import tempfile
 from dataclasses import dataclass
 from pathlib import Path
+
+from memory.files import atomic_file
 
 DEFAULT_LIMIT = 1_200
 DEFAULT_BLOCKS: dict[str, tuple[str, str]] = {
@@ -116,14 +116,5 @@ class CoreMemory:
             ensure_ascii=False,
             indent=2,
         )
-        handle, temporary = tempfile.mkstemp(dir=self.path.parent, prefix=".core-", text=True)
-        try:
-            with os.fdopen(handle, "w", encoding="utf-8") as file:
-                file.write(data)
-                file.flush()
-                os.fsync(file.fileno())
-            os.chmod(temporary, 0o600)
-            os.replace(temporary, self.path)
-        except BaseException:
-            Path(temporary).unlink(missing_ok=True)
-            raise
+        with atomic_file(self.path, mode=0o600) as file:
+            file.write(data)
