@@ -46,10 +46,16 @@ def build_parser() -> argparse.ArgumentParser:
     command("chat", "talk to the assistant in this terminal (plain text, streamed)")
     ask = command("ask", "send one message, print the reply, exit")
     ask.add_argument("text", nargs="+", help="the message")
+    ask.add_argument(
+        "--delegate",
+        action="store_true",
+        help="hand the text to a background sub-agent as a task and follow it to its result",
+    )
     listen = command("listen", "speak an audio file to the assistant (headless voice), exit")
     listen.add_argument("file", type=Path, help="a WAV (or any audio ffmpeg reads)")
-    tasks = command("tasks", "list what the service is working on (does not start it)")
+    tasks = command("tasks", "list what the service is working on and the delegated tasks")
     tasks.add_argument("--json", action="store_true", help="print one JSON object")
+    tasks.add_argument("--cancel", metavar="ID", help="cancel a queued or running task")
     command("stop", "stop the assistant service")
     add_setting_flags(parser)
     return parser
@@ -114,9 +120,14 @@ def _chat(loaded: LoadedConfig, args: argparse.Namespace) -> int:
 
 
 def _ask(loaded: LoadedConfig, args: argparse.Namespace) -> int:
+    text = " ".join(args.text)
+    if args.delegate:
+        from assistant.service.task_terminal import delegate
+
+        return asyncio.run(delegate(loaded, text))
     from assistant.service.terminal import ask
 
-    return asyncio.run(ask(loaded, " ".join(args.text)))
+    return asyncio.run(ask(loaded, text))
 
 
 def _listen(loaded: LoadedConfig, args: argparse.Namespace) -> int:
@@ -126,8 +137,10 @@ def _listen(loaded: LoadedConfig, args: argparse.Namespace) -> int:
 
 
 def _tasks(loaded: LoadedConfig, args: argparse.Namespace) -> int:
-    from assistant.service.terminal import tasks
+    from assistant.service.task_terminal import cancel, tasks
 
+    if args.cancel:
+        return asyncio.run(cancel(loaded, args.cancel))
     return asyncio.run(tasks(loaded, args.json))
 
 

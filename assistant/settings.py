@@ -157,6 +157,23 @@ class AgentSettings(Section):
     )
 
 
+class TasksSettings(Section):
+    max_concurrent: int = Field(
+        2, ge=1, le=16, description="Delegated tasks that run at once; the rest wait in order."
+    )
+    max_steps: int = Field(12, ge=1, le=200, description="Steps (tool calls) one task may take.")
+    max_tokens: int = Field(
+        40_000, ge=1_000, description="Tokens (estimated) one task may send and receive."
+    )
+    max_seconds: float = Field(900.0, gt=0, description="Wall-clock time one task may run.")
+    heartbeat_minutes: float = Field(
+        5.0,
+        gt=0,
+        description="How often the heartbeat checks what is due (reminders fire at their "
+        "time regardless).",
+    )
+
+
 class ServiceSettings(Section):
     background: bool = Field(
         False,
@@ -188,6 +205,7 @@ class Settings(Section):
     audio: AudioSettings = Field(default_factory=AudioSettings)
     voice: VoiceSettings = Field(default_factory=VoiceSettings)
     agent: AgentSettings = Field(default_factory=AgentSettings)
+    tasks: TasksSettings = Field(default_factory=TasksSettings)
     service: ServiceSettings = Field(default_factory=ServiceSettings)
 
     @property

@@ -298,7 +298,10 @@ def test_brain_ask_starts_the_service_and_it_stops_after(
 ) -> None:
     with scripted_endpoint("stream", action("It is sunny.")) as (url, _):
         loaded = loaded_for(**{"llm.base_url": url})
-        assert brain(loaded, "tasks", "--json").stdout.strip() == '{"running": false, "work": []}'
+        assert (
+            brain(loaded, "tasks", "--json").stdout.strip()
+            == '{"running": false, "work": [], "tasks": []}'
+        )
         asked = brain(loaded, "ask", "How", "is", "the", "weather?")
         assert asked.returncode == 0, asked.stderr
         assert asked.stdout == "It is sunny.\n"

@@ -25,12 +25,13 @@ from assistant.service.memory_wire import (
     MemoryStats,
 )
 from assistant.service.protocol import Tasks, Update
+from assistant.service.task_wire import TaskAccepted
 from assistant.service.wire import Wire
 
 # How long a request waits for its answer (a search at a million memories takes ~0.3 s).
 ANSWER_TIMEOUT_S = 30.0
 
-Answer = MemoryPage | MemoryDetail | MemoryDone | CoreBlocks
+Answer = MemoryPage | MemoryDetail | MemoryDone | CoreBlocks | TaskAccepted
 A = TypeVar("A", bound=Answer)
 
 
@@ -83,7 +84,14 @@ class ServiceLink:
     def take(self, update: Update) -> bool:
         """Deal with ``update`` if it is for this link (True), else leave it to the caller."""
         match update:
-            case MemoryPage() | MemoryDetail() | MemoryDone() | CoreBlocks() | Failed():
+            case (
+                MemoryPage()
+                | MemoryDetail()
+                | MemoryDone()
+                | CoreBlocks()
+                | TaskAccepted()
+                | Failed()
+            ):
                 waiting = self._waiting.get(update.ref)
                 if waiting is not None and not waiting.done():
                     waiting.set_result(update)

@@ -51,7 +51,7 @@ def parse_action(text: str, tools: Mapping[str, Tool]) -> Action:
         raise ActionError("the reply is nested too deeply to read") from None
     if not isinstance(value, dict):
         raise ActionError(f"the reply must be a JSON object, not {type(value).__name__}")
-    return _action(value, tools)
+    return read_action(value, tools)
 
 
 def parse_call(name: str, arguments: str, tools: Mapping[str, Tool]) -> Action:
@@ -71,7 +71,7 @@ def parse_call(name: str, arguments: str, tools: Mapping[str, Tool]) -> Action:
     if not isinstance(value, dict):
         raise ActionError(f"the arguments of {name} must be a JSON object")
     heartbeat = value.pop("request_heartbeat", False)
-    return _action({"tool": name, "arguments": value, "request_heartbeat": heartbeat}, tools)
+    return read_action({"tool": name, "arguments": value, "request_heartbeat": heartbeat}, tools)
 
 
 def _json(text: str) -> Any:
@@ -100,7 +100,8 @@ def _tool(name: object, tools: Mapping[str, Tool]) -> Tool:
     return tool
 
 
-def _action(value: dict[str, Any], tools: Mapping[str, Tool]) -> Action:
+def read_action(value: dict[str, Any], tools: Mapping[str, Tool]) -> Action:
+    """An action from its parsed JSON object (``request_heartbeat`` may be left out)."""
     name = value.get("tool")
     tool = _tool(name, tools)
     arguments = value.get("arguments", {})

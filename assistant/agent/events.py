@@ -50,7 +50,21 @@ class TaskFinished:
     at: datetime = field(default_factory=utc_now)
 
     def prompt(self) -> str:
-        return f"[task {self.task_id} finished] {self.summary}"
+        return (
+            f"[task {self.task_id} finished] {self.summary}\nIf the user would want to know, "
+            "tell them the outcome briefly with send_message."
+        )
+
+
+@dataclass(frozen=True)
+class ReminderDue:
+    """A reminder fired: the user was shown (and, with voice on, told) its text."""
+
+    announcement: str
+    at: datetime = field(default_factory=utc_now)
+
+    def prompt(self) -> str:
+        return f"[reminder fired; the user was told] {self.announcement}"
 
 
 @dataclass(frozen=True)
@@ -64,7 +78,7 @@ class MemoryChanged:
         return f"[the user changed a memory] {self.description}"
 
 
-Event = UserText | UserUtterance | HeartbeatTick | TaskFinished | MemoryChanged
+Event = UserText | UserUtterance | HeartbeatTick | TaskFinished | MemoryChanged | ReminderDue
 
 
 def from_user(event: Event) -> bool:

@@ -3,13 +3,14 @@ window, wired to one LLM client and one embedder."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
 
 from assistant.agent.actions import Action
 from assistant.agent.agent import FALLBACK_MESSAGE, Agent, AgentConfig, AgentLLM, instructions
 from assistant.agent.context import ContextConfig, ContextWindow
 from assistant.agent.core_memory import CoreMemory
-from assistant.agent.tools import SendMessage, Stores
+from assistant.agent.tools import TOOLS, SendMessage, Stores, Tool
 from assistant.llm.priority import ForegroundGate
 from assistant.settings import Settings
 from memory.archival import ArchivalStore
@@ -40,10 +41,14 @@ def open_stores(
 
 
 def open_agent(
-    settings: Settings, llm: AgentLLM, stores: Stores, gate: ForegroundGate | None = None
+    settings: Settings,
+    llm: AgentLLM,
+    stores: Stores,
+    gate: ForegroundGate | None = None,
+    tools: Sequence[Tool] = TOOLS,
 ) -> Agent:
     context = ContextWindow(
-        instructions(),
+        instructions(tools),
         stores.core,
         ContextConfig(
             window_tokens=settings.llm.context_window,
@@ -62,4 +67,4 @@ def open_agent(
     config = AgentConfig(
         max_steps=settings.agent.max_steps, retrieved_memories=settings.agent.retrieved_memories
     )
-    return Agent(llm, stores, context, config, gate=gate)
+    return Agent(llm, stores, context, config, tools=tools, gate=gate)

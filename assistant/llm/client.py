@@ -149,7 +149,8 @@ class LLMClient:
             if cancel.is_set():
                 raise LLMCancelled(f"the request to {self.endpoint.label} was cancelled")
         try:
-            value = json.loads(text)
+            # strict=False: a small model writes raw newlines inside strings (valid to read).
+            value = json.loads(text, strict=False)
         except json.JSONDecodeError as error:
             raise LLMReplyError(
                 f"{self.endpoint.label} did not reply with valid JSON ({error.msg} at "

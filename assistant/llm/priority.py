@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import logging
 import threading
+import time
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any, Protocol
@@ -18,6 +19,8 @@ log = logging.getLogger(__name__)
 # The longest background work waits for the foreground before going ahead anyway (a reply
 # stuck for minutes must not starve the ratings for ever).
 MAX_WAIT_S = 120.0
+# How often a cancellable wait for the gate looks at its cancel.
+CANCEL_POLL_S = 0.1
 
 
 class ForegroundGate:
@@ -81,17 +84,45 @@ class BackgroundLLM:
         *,
         max_tokens: int | None = None,
         temperature: float | None = 0.0,
+        cancel: threading.Event | None = None,
     ) -> dict[str, Any]:
+        """As the client's; ``cancel`` (a task's) abandons the request, or the wait for the
+        gate, at once with :class:`LLMCancelled`."""
         while True:
             # After MAX_WAIT_S of replies it goes ahead anyway, and is not abandoned.
-            waited = self.gate.wait_idle()
+            waited = self._wait_idle(cancel)
+            stop = _Either(self.gate.preempt if waited else None, cancel)
             try:
                 return self.client.complete_json(
                     messages,
                     schema,
                     max_tokens=max_tokens,
                     temperature=temperature,
-                    cancel=self.gate.preempt if waited else None,
+                    cancel=stop if stop.events else None,
                 )
             except LLMCancelled:
+                if cancel is not None and cancel.is_set():
+                    raise
                 log.info("a reply started: the background request waits and is asked again")
+
+    def _wait_idle(self, cancel: threading.Event | None) -> bool:
+        if cancel is None:
+            return self.gate.wait_idle()
+        deadline = time.monotonic() + MAX_WAIT_S
+        while not self.gate.wait_idle(timeout=CANCEL_POLL_S):
+            if cancel.is_set():
+                raise LLMCancelled("cancelled while waiting for a reply to finish")
+            if time.monotonic() >= deadline:
+                return False
+        return True
+
+
+class _Either(threading.Event):
+    """Set when any of ``events`` is (what a cancellable request polls)."""
+
+    def __init__(self, *events: threading.Event | None) -> None:
+        super().__init__()
+        self.events = [event for event in events if event is not None]
+
+    def is_set(self) -> bool:
+        return any(event.is_set() for event in self.events)

@@ -15,7 +15,7 @@ from assistant.agent.agent import Agent, Turn
 from assistant.agent.core_memory import CoreMemoryError
 from assistant.agent.events import Event
 from assistant.agent.session import open_agent, open_stores
-from assistant.agent.tools import Stores
+from assistant.agent.tools import TOOLS, Stores
 from assistant.llm.client import LLMClient, LLMError
 from assistant.llm.priority import BackgroundLLM, ForegroundGate
 from assistant.llm.runtime import LLMRuntime
@@ -24,6 +24,12 @@ from assistant.llm.switch import SwitchableLLM
 from assistant.model_paths import ProfileModels
 from assistant.parts import load_embedder
 from assistant.settings import Settings
+from assistant.tasks.agent_tools import background_tools
+from assistant.tasks.manager import TaskLimits, TaskManager
+from assistant.tasks.records import TaskRecord
+from assistant.tasks.reminders import ReminderStore, local_now
+from assistant.tasks.store import TaskStore
+from assistant.tasks.subagent import Budget, SubAgent, Workspace
 from memory.database import DatabaseError
 from memory.embedder import Embedder
 from memory.reflection import ReflectionWorker, Reflector
@@ -31,7 +37,14 @@ from models import ModelError, ProgressCallback
 
 log = logging.getLogger(__name__)
 
-STARTUP_ERRORS = (ModelError, LLMServerError, LLMError, DatabaseError, CoreMemoryError, OSError)
+STARTUP_ERRORS = (
+    ModelError,
+    LLMServerError,
+    LLMError,
+    DatabaseError,
+    CoreMemoryError,
+    OSError,
+)
 
 
 @dataclass(frozen=True)
@@ -64,6 +77,11 @@ class AgentHost:
         self._embedder = embedder
         self._switching = threading.Lock()
         self.reflection: ReflectionWorker | None = None
+        self.tasks: TaskManager | None = None
+        self.reminders: ReminderStore | None = None
+        # Told when a task ends and when a reminder is added (set by the service).
+        self.on_task_finished: Callable[[TaskRecord], None] = lambda record: None
+        self.on_reminder_added: Callable[[], None] = lambda: None
 
     def open_memory(self) -> Agent:
         """The stores and the agent (no LLM needed yet: events are recorded either way)."""
@@ -77,8 +95,40 @@ class AgentHost:
                 BackgroundLLM(self.background, self.gate),
                 self.settings.agent.core_memory_chars,
             )
-            self.agent = open_agent(self.settings, self.llm, self.stores, self.gate)
+            data = self.settings.data_dir
+            self.reminders = ReminderStore(data / "reminders.json")
+            limits = self.settings.tasks
+            self.tasks = TaskManager(
+                TaskStore(data / "tasks"),
+                self._sub_agent,
+                TaskLimits(
+                    max_concurrent=limits.max_concurrent,
+                    budget=Budget(
+                        steps=limits.max_steps,
+                        tokens=limits.max_tokens,
+                        seconds=limits.max_seconds,
+                    ),
+                ),
+                on_finished=lambda record: self.on_task_finished(record),
+            )
+            extra = background_tools(
+                self.tasks, self.reminders, local_now, lambda: self.on_reminder_added()
+            )
+            self.agent = open_agent(
+                self.settings, self.llm, self.stores, self.gate, tools=(*TOOLS, *extra)
+            )
         return self.agent
+
+    def _sub_agent(self, record: TaskRecord, cancel: threading.Event) -> SubAgent:
+        assert self.stores is not None and self.reminders is not None and self.tasks is not None
+        return SubAgent(
+            record,
+            BackgroundLLM(self.background, self.gate),
+            Workspace(self.stores, self.reminders, local_now),
+            self.tasks.store.save,
+            self.tasks.limits.budget,
+            cancel,
+        )
 
     def start_llm(self, settings: Settings | None = None) -> str | None:
         """Start (or switch to) the LLM of ``settings``; returns a warning if the warm-up

@@ -1,6 +1,7 @@
 """The service's wire protocol: one JSON object per line over the Unix socket, UTF-8.
 
-Version 3 (2 added the voice messages, 3 the memory messages of memory_wire.py). A client's
+Version 4 (2 added the voice messages, 3 the memory messages of memory_wire.py, 4 the task
+messages of task_wire.py). A client's
 first line is ``hello``; the service answers ``welcome`` with its state and the recent
 conversation. After that the client sends requests and the service sends updates to every
 client at once, so two windows show the same conversation. docs/SERVICE.md describes each message.
@@ -29,9 +30,18 @@ from assistant.service.memory_wire import (
     MemoryStats,
     MemoryUndo,
 )
+from assistant.service.task_wire import (
+    CancelTask,
+    Delegate,
+    ReminderFired,
+    ResumeTask,
+    TaskAccepted,
+    TaskRow,
+    Tick,
+)
 from assistant.service.wire import UserText, Wire
 
-PROTOCOL_VERSION = 3
+PROTOCOL_VERSION = 4
 # The longest line either side sends or accepts (a message is capped far below it).
 MAX_LINE_BYTES = 1 << 20
 # The longest message a user may send in one turn (a huge paste is refused, not cut).
@@ -138,6 +148,10 @@ Request = Annotated[
     | MemoryEdit
     | MemoryDelete
     | MemoryUndo
+    | Delegate
+    | CancelTask
+    | ResumeTask
+    | Tick
     | CoreQuery
     | CoreEdit,
     Field(discriminator="type"),
@@ -268,6 +282,8 @@ class Work(Wire):
 class Tasks(Wire):
     type: Literal["tasks"] = "tasks"
     work: list[Work]
+    # Delegated tasks, newest first: those running or waiting, then the recent others.
+    tasks: list[TaskRow] = []
 
 
 class Left(Wire):
@@ -314,6 +330,8 @@ Update = Annotated[
     | MemoryChangedByUser
     | MemoryStats
     | CoreBlocks
+    | TaskAccepted
+    | ReminderFired
     | Failed,
     Field(discriminator="type"),
 ]

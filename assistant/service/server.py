@@ -18,12 +18,20 @@ import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from datetime import timedelta
 from pathlib import Path
 
 from pydantic import ValidationError
 
 from assistant.agent.core_memory import CoreMemoryError
-from assistant.agent.events import MemoryChanged, UserText, UserUtterance
+from assistant.agent.events import (
+    Event,
+    MemoryChanged,
+    ReminderDue,
+    TaskFinished,
+    UserText,
+    UserUtterance,
+)
 from assistant.config import ConfigError, LoadedConfig
 from assistant.llm.server import ServerState, ServerStatus
 from assistant.service.host import STARTUP_ERRORS, AgentHost
@@ -86,9 +94,23 @@ from assistant.service.protocol import (
 from assistant.service.protocol import (
     NotHeard as Unheard,
 )
+from assistant.service.task_wire import (
+    CancelTask,
+    Delegate,
+    ReminderFired,
+    ResumeTask,
+    TaskAccepted,
+    TaskRow,
+    Tick,
+    task_row,
+)
 from assistant.service.voice import VoiceBridge, VoiceRequestError
 from assistant.service.wire import Wire
 from assistant.settings import Settings
+from assistant.tasks.heartbeat import Heartbeat, HeartbeatActions
+from assistant.tasks.manager import TaskError
+from assistant.tasks.records import TaskRecord
+from assistant.tasks.reminders import Reminder, local_now
 from memory.database import DatabaseError
 from memory.embedder import Embedder
 from memory.locking import LockTimeout
@@ -123,6 +145,8 @@ MEMORY_ERRORS = (
 )
 # How long a new service waits for one that is shutting down to let go of the data folder.
 OWNER_WAIT_S = 15.0
+# Finished tasks listed to clients besides the running ones.
+TASKS_SHOWN = 50
 
 
 class AlreadyRunning(Exception):
@@ -146,6 +170,8 @@ class QueuedTurn:
     accepted_at: float = field(default_factory=time.monotonic)
     # A spoken turn's stage times, from the end of the user's speech.
     timings: Timings | None = None
+    # Set for a turn no one said: what woke the agent (a task finished).
+    event: Event | None = None
 
 
 @dataclass
@@ -158,9 +184,10 @@ class HeardOnly:
 
 @dataclass
 class Note:
-    """Something for the agent's next turn (the user changed a memory), told between turns."""
+    """Something for the agent's next turn (the user changed a memory, a reminder fired),
+    told between turns."""
 
-    event: MemoryChanged
+    event: MemoryChanged | ReminderDue
 
 
 @dataclass
@@ -222,6 +249,8 @@ class AssistantService:
         self._lock = OwnerLock(self.settings.data_dir)
         self._ever_connected = False
         self._stats_sent: MemoryStats | None = None
+        self.heartbeat: Heartbeat | None = None
+        self._background_jobs: list[asyncio.Task[None]] = []
         self.voice: VoiceBridge | None = None
         self.voice_status = Voice(state="off", mode=self.settings.voice.mode, text="voice is off")
         if self.settings.voice.enabled:
@@ -318,6 +347,11 @@ class AssistantService:
             await asyncio.to_thread(self.voice.close)
         if self._saving is not None:
             await asyncio.gather(self._saving, return_exceptions=True)
+        for job in self._background_jobs:
+            job.cancel()
+        await asyncio.gather(*self._background_jobs, return_exceptions=True)
+        if self.host.tasks is not None:
+            await self.host.tasks.close()
         await self._save_queued()
         await asyncio.to_thread(self.host.close)
         self._lock.release()
@@ -347,6 +381,7 @@ class AssistantService:
             self._memory_settled.set()
         self._broadcast(History(items=self._history()))
         self._broadcast_stats()
+        self._start_tasks()
         if self.voice is not None:
             self._voice_start = asyncio.create_task(self._start_voice(self.voice))
         else:
@@ -482,7 +517,12 @@ class AssistantService:
                 if self.state == "failed" and self.host.agent is not None:
                     self._starting = asyncio.create_task(self._start_llm())
             case GetTasks():
-                client.send(Tasks(work=self.work()))
+                client.send(Tasks(work=self.work(), tasks=self._task_rows()))
+            case Delegate() | CancelTask() | ResumeTask():
+                self._task_request(client, request)
+            case Tick():
+                if self.heartbeat is not None:
+                    self.heartbeat.poke()
             case Leave():
                 stays, reason = self._stays_without(client)
                 client.send(Left(stays=stays, reason=reason))
@@ -575,7 +615,7 @@ class AssistantService:
         self.running = running
         self._broadcast(ReplyStart(turn=job.turn))
         say = job.say
-        event = (
+        event = job.event or (
             UserText(say.text)
             if say.confidence is None
             else UserUtterance(say.text, say.confidence)
@@ -606,6 +646,8 @@ class AssistantService:
                 error=turn.error if not turn.reply else None,
             )
         )
+        if isinstance(job.event, TaskFinished) and self.host.tasks is not None:
+            self.host.tasks.reported(job.event.task_id)
         self.host.after_turn()
         self._broadcast_stats()
 
@@ -683,13 +725,112 @@ class AssistantService:
             self._stats_sent = stats
             self._broadcast(stats)
 
+    # Tasks, reminders and the heartbeat
+
+    def _start_tasks(self) -> None:
+        """Delegated tasks start running; the heartbeat starts ticking (reminders due while
+        the app was closed fire now, marked late)."""
+        tasks, reminders = self.host.tasks, self.host.reminders
+        if tasks is None or reminders is None or self._loop is None:
+            return
+        self.host.on_task_finished = self._from_thread(self._task_finished)
+        for problem in [*tasks.store.problems, *([reminders.problem] if reminders.problem else [])]:
+            self._broadcast(Notice(text=problem, level="warning"))
+        interrupted = tasks.start(self._loop)
+        if interrupted:
+            names = ", ".join(f"{r.id} ({r.goal[:40]})" for r in interrupted)
+            text = f"tasks interrupted by the restart, resumable: {names}"
+            self._broadcast(Notice(text=text, level="warning"))
+            self.queue.put_nowait(Note(MemoryChanged(text)))
+        self.heartbeat = Heartbeat(
+            reminders,
+            tasks.store,
+            HeartbeatActions(remind=self._from_thread(self._remind), reflect=self.host.after_turn),
+            timedelta(minutes=self.settings.tasks.heartbeat_minutes),
+            local_now,
+        )
+        added = self._from_thread(lambda _: self._reminder_added())
+        self.host.on_reminder_added = lambda: added(None)
+        self._background_jobs.append(asyncio.create_task(self.heartbeat.run()))
+
+    def _reminder_added(self) -> None:
+        if self.heartbeat is not None:
+            self.heartbeat.changed()
+
+    def _task_finished(self, record: object) -> None:
+        """A task ended: the master agent is woken to decide what to tell the user."""
+        if not isinstance(record, TaskRecord) or self._stop.is_set():
+            return
+        self._turns += 1
+        event = TaskFinished(record.id, record.summary())
+        say = Say(text=f"[task {record.id} {record.status}]")
+        job = QueuedTurn(self._turns, say, event=event)
+        self.waiting.append(job)
+        self.queue.put_nowait(job)
+
+    def _remind(self, reminder: object) -> None:
+        """A reminder is due: shown to every client, spoken if voice is on, and noted for the
+        agent (no LLM call)."""
+        if not isinstance(reminder, Reminder):
+            return
+        text = reminder.announcement()
+        log.info("%s", text)
+        self._broadcast(
+            ReminderFired(
+                id=reminder.id,
+                text=reminder.text,
+                due_at=reminder.due_at,
+                late=reminder.late_by() is not None,
+                announcement=text,
+            )
+        )
+        loop = self.voice.loop if self.voice is not None else None
+        if (
+            loop is not None
+            and self.speaking is None
+            and self.settings.voice.speak_replies != "never"
+        ):
+            speech = loop.speak()
+            speech.feed(text)
+            speech.finish()
+        self.queue.put_nowait(Note(ReminderDue(text)))
+
+    def _task_request(self, client: Client, request: Delegate | CancelTask | ResumeTask) -> None:
+        tasks = self.host.tasks
+        if tasks is None:
+            client.send(Failed(ref=request.ref, text=f"tasks are not available: {self.state_text}"))
+            return
+        try:
+            match request:
+                case Delegate():
+                    record = tasks.delegate(request.goal, requested_by=client.name)
+                case CancelTask():
+                    record = tasks.cancel(request.id)
+                case ResumeTask():
+                    record = tasks.resume(request.id, requested_by=client.name)
+        except (TaskError, OSError) as error:
+            client.send(Failed(ref=request.ref, text=one_line(error)))
+            return
+        client.send(TaskAccepted(ref=request.ref, task=task_row(record)))
+
+    def _task_rows(self) -> list[TaskRow]:
+        if self.host.tasks is None:
+            return []
+        records = self.host.tasks.store.all()
+        live = [r for r in records if not r.finished]
+        done = [r for r in records if r.finished][:TASKS_SHOWN]
+        return [task_row(r) for r in (*live, *done)]
+
     # Voice
 
     def _speak(self, job: QueuedTurn) -> ReplySpeech | None:
         """The speech a reply goes out as, when voice runs and this reply is to be heard."""
         loop = self.voice.loop if self.voice is not None else None
         wanted = self.settings.voice.speak_replies
-        if loop is None or wanted == "never" or (wanted == "spoken" and job.timings is None):
+        # A turn no one said (a task finished) is spoken whenever voice is on: the user may
+        # be away from the screen.
+        heard = job.timings is not None or job.event is not None
+        if loop is None or wanted == "never" or (wanted == "spoken" and not heard):
             return None
         speech = loop.speak(job.timings)
         self.speaking = (job.turn, speech)
@@ -811,6 +952,9 @@ class AssistantService:
             return f"finishing {turns} turn{'s' if turns > 1 else ''}"
         if self.switching:
             return "switching the LLM endpoint"
+        tasks = self.host.tasks.scheduled() if self.host.tasks is not None else 0
+        if tasks:
+            return f"running {tasks} task{'s' if tasks > 1 else ''}"
         if not self.queue.empty():  # what remains is bookkeeping (a cut reply, a switch)
             return "saving the last changes"
         return None

@@ -1,10 +1,9 @@
-"""The plain-terminal clients: ``brain ask``, ``brain listen``, ``brain chat``, ``brain tasks``,
-``brain stop``."""
+"""The plain-terminal clients: ``brain ask``, ``brain listen``, ``brain chat``, ``brain stop``
+(``brain tasks`` and delegation are in task_terminal.py)."""
 
 from __future__ import annotations
 
 import asyncio
-import json
 import signal
 import sys
 import uuid
@@ -19,7 +18,6 @@ from assistant.service.protocol import (
     MAX_SAY_CHARS,
     Bye,
     Cancel,
-    GetTasks,
     History,
     HistoryItem,
     Left,
@@ -33,7 +31,6 @@ from assistant.service.protocol import (
     Say,
     Status,
     Stop,
-    Tasks,
     Update,
     UserSaid,
     Voice,
@@ -299,53 +296,6 @@ async def _stdin_lines() -> asyncio.StreamReader:
     loop = asyncio.get_running_loop()
     await loop.connect_read_pipe(lambda: asyncio.StreamReaderProtocol(reader), sys.stdin)
     return reader
-
-
-async def tasks(
-    loaded: LoadedConfig, as_json: bool, out: TextIO = sys.stdout, err: TextIO = sys.stderr
-) -> int:
-    """What the service is doing; does not start it."""
-    try:
-        client = await ServiceClient.connect(loaded, "tasks", start=False)
-    except ServiceNotRunning:
-        if as_json:
-            out.write(json.dumps({"running": False, "work": []}) + "\n")
-        else:
-            out.write("The Brain OS service is not running: nothing is in progress.\n")
-        return 0
-    except ServiceError as error:
-        _tell(err, str(error))
-        return EXIT_FAILURE
-    listed: Tasks | None = None
-    try:
-        await client.send(GetTasks())
-        async for update in client.updates():
-            if isinstance(update, Tasks):
-                listed = update
-                break
-    except ServiceError as error:
-        _tell(err, str(error))
-    await client.leave()
-    if listed is None:
-        return EXIT_FAILURE
-    welcome = client.welcome
-    if as_json:
-        payload = {
-            "running": True,
-            "pid": welcome.pid,
-            "state": welcome.state,
-            "endpoint": welcome.endpoint,
-            "work": [item.model_dump() for item in listed.work],
-        }
-        out.write(json.dumps(payload) + "\n")
-        return 0
-    out.write(f"service pid {welcome.pid}: {welcome.text}\n")
-    if not listed.work:
-        out.write("nothing in progress\n")
-    for item in listed.work:
-        elapsed = f"{item.seconds:6.1f} s" if item.seconds else " " * 8
-        out.write(f"{item.kind:<8} {elapsed}  {item.description}\n")
-    return 0
 
 
 async def stop(loaded: LoadedConfig, out: TextIO = sys.stdout, err: TextIO = sys.stderr) -> int:

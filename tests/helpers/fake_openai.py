@@ -5,16 +5,20 @@ from __future__ import annotations
 import json
 import threading
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Literal
+from typing import Any, Literal
 
-Behaviour = Literal["ok", "error500", "slow", "not_json", "stream", "slow_stream", "script"]
+Behaviour = Literal[
+    "ok", "error500", "slow", "not_json", "stream", "slow_stream", "script", "route"
+]
 # Seconds between the words of a "slow_stream" reply.
 SLOW_WORD_S = 0.15
 # One scripted streamed reply ("script"): the ``delta`` of each chunk, in order.
 Script = Sequence[dict[str, object]]
+# "route": the reply's text chosen from the request's body (its messages, response_format).
+Router = Callable[[dict[str, Any]], str]
 
 
 def completion(content: str) -> dict[str, object]:
@@ -36,9 +40,14 @@ def completion(content: str) -> dict[str, object]:
 
 class ScriptedEndpoint:
     def __init__(
-        self, behaviour: Behaviour, reply: str = "scripted reply", script: Sequence[Script] = ()
+        self,
+        behaviour: Behaviour,
+        reply: str = "scripted reply",
+        script: Sequence[Script] = (),
+        router: Router | None = None,
     ) -> None:
         self.behaviour = behaviour
+        self.router = router
         self.reply = reply
         # "script": the n-th request gets the n-th reply (the last one repeats).
         self.script = list(script)
@@ -70,6 +79,12 @@ class ScriptedEndpoint:
                 elif endpoint.behaviour == "script":
                     script = endpoint.script
                     self._deltas(script[min(len(endpoint.requests), len(script)) - 1])
+                elif endpoint.behaviour == "route" and endpoint.router is not None:
+                    text = endpoint.router(body)
+                    if body.get("stream"):
+                        self._deltas([{"content": text}])
+                    else:
+                        self._json(200, completion(text))
                 elif body.get("stream"):
                     self._stream(endpoint.reply, endpoint.behaviour == "slow_stream")
                 else:
@@ -114,10 +129,13 @@ class ScriptedEndpoint:
 
 @contextmanager
 def scripted_endpoint(
-    behaviour: Behaviour, reply: str = "scripted reply", script: Sequence[Script] = ()
+    behaviour: Behaviour,
+    reply: str = "scripted reply",
+    script: Sequence[Script] = (),
+    router: Router | None = None,
 ) -> Iterator[tuple[str, ScriptedEndpoint]]:
     """Yields the base URL (…/v1) of a running scripted endpoint."""
-    endpoint = ScriptedEndpoint(behaviour, reply, script)
+    endpoint = ScriptedEndpoint(behaviour, reply, script, router)
     server = ThreadingHTTPServer(("127.0.0.1", 0), endpoint.handler())
     thread = threading.Thread(target=server.serve_forever, daemon=True)
     thread.start()

@@ -47,6 +47,7 @@ from assistant.service.protocol import (
     VoiceTimings,
     Welcome,
 )
+from assistant.service.task_wire import ReminderFired
 from assistant.service.wire import Wire
 from ui.link import ServiceLink
 from ui.screens.first_run import FirstRunScreen
@@ -221,6 +222,9 @@ class ConversationScreen(Screen[None]):
                     view.show_timings(update.stages_ms)
             case NotHeard():
                 chat.add("aside", f"🎤 not heard: {update.reason}")
+            case ReminderFired():
+                chat.add("aside", f"⏰ {update.announcement}")
+                self.notify(update.announcement, title="Reminder", timeout=30)
             case Voice():
                 self._voice(update)
             case Notice():

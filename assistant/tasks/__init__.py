@@ -1,0 +1,1 @@
+"""Background work: delegated tasks run by sub-agents, reminders, and the heartbeat."""

@@ -1,0 +1,56 @@
+"""The master agent's tools for background work: hand a task to a sub-agent, set a reminder."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from datetime import datetime
+
+from pydantic import Field
+
+from assistant.agent.tools import Arguments, Stores, Tool
+from assistant.tasks.manager import TaskManager
+from assistant.tasks.reminders import ReminderStore, reminder_time
+
+
+class DelegateTask(Arguments):
+    goal: str = Field(
+        description="The task, complete in itself: a background worker with the user's "
+        "memories does it alone and reports back."
+    )
+
+
+class SetReminder(Arguments):
+    text: str = Field(description="What to remind the user of.")
+    when: str = Field(description="When: 'in 10 minutes', 'tomorrow at 9', an ISO time.")
+
+
+def background_tools(
+    manager: TaskManager,
+    reminders: ReminderStore,
+    clock: Callable[[], datetime],
+    reminder_added: Callable[[], None] = lambda: None,
+) -> tuple[Tool, ...]:
+    def delegate(_: Stores, arguments: DelegateTask) -> str:
+        record = manager.delegate(arguments.goal)
+        return (
+            f"task {record.id} started in the background; you will be told when it finishes. "
+            "Tell the user it is under way."
+        )
+
+    def remind(_: Stores, arguments: SetReminder) -> str:
+        due = reminder_time(arguments.when, clock())
+        reminder = reminders.add(arguments.text, due, source="agent")
+        reminder_added()
+        local = due.astimezone().strftime("%Y-%m-%d %H:%M:%S")
+        return f"reminder {reminder.id} set for {local}"
+
+    return (
+        Tool(
+            "delegate_task",
+            "Start a longer job (research in the user's memories, writing a note) in the "
+            "background, so the user need not wait.",
+            DelegateTask,
+            delegate,
+        ),
+        Tool("set_reminder", "Remind the user of something at a given time.", SetReminder, remind),
+    )

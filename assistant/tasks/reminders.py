@@ -1,0 +1,148 @@
+"""Reminders: a text and a time, kept on disk until they fire, so they survive restarts; one
+that came due while the app was closed fires at the next start, with a note that it is late."""
+
+from __future__ import annotations
+
+import logging
+import re
+import secrets
+import threading
+from datetime import datetime, timedelta
+from pathlib import Path
+
+from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError
+
+from memory.files import atomic_file
+from memory.records import utc_now
+from memory.timeparse import resolve_event_time
+
+log = logging.getLogger(__name__)
+
+# A reminder that fires later than this after its time says so.
+LATE_AFTER = timedelta(minutes=1)
+# A day named with no time ("tomorrow") is a reminder for this hour of it.
+DEFAULT_HOUR = 9
+_SECONDS = re.compile(r"^\s*in\s+(\d+|a|one|a few)\s+(?:seconds?|secs?|s)\s*$", re.IGNORECASE)
+_FEW = {"a": 1, "one": 1, "a few": 5}
+
+
+def local_now() -> datetime:
+    """Now, in the computer's time zone ("at 9" means the user's 9 o'clock)."""
+    return datetime.now().astimezone()
+
+
+class ReminderError(ValueError):
+    """A reminder that cannot be set; the message is for whoever asked."""
+
+
+class Reminder(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    id: str = Field(default_factory=lambda: "r-" + secrets.token_hex(3))
+    text: str
+    due_at: datetime
+    created_at: datetime = Field(default_factory=utc_now)
+    # Who set it: "agent", "user", or "subagent:<task id>".
+    source: str = "agent"
+    fired_at: datetime | None = None
+
+    def late_by(self) -> timedelta | None:
+        """How late it fired, when that is worth saying."""
+        if self.fired_at is None or self.fired_at - self.due_at < LATE_AFTER:
+            return None
+        return self.fired_at - self.due_at
+
+    def announcement(self) -> str:
+        late = self.late_by()
+        if late is None:
+            return f"Reminder: {self.text}"
+        due = self.due_at.astimezone().strftime("%H:%M on %b %d")
+        return f"Reminder (late, it was due at {due} while Brain OS was not running): {self.text}"
+
+
+_LIST = TypeAdapter(list[Reminder])
+
+
+def reminder_time(when: str, now: datetime) -> datetime:
+    """When a reminder said as "in 10 minutes", "tomorrow at 9", "in 3 seconds" or an ISO time
+    is due (``now`` is timezone-aware; the result is in its zone)."""
+    text = when.strip()
+    seconds = _SECONDS.match(text)
+    if seconds:
+        count = seconds.group(1).lower()
+        return now + timedelta(seconds=_FEW.get(count) or int(count))
+    try:
+        moment = datetime.fromisoformat(text)
+    except ValueError:
+        pass
+    else:
+        return moment if moment.tzinfo is not None else moment.replace(tzinfo=now.tzinfo)
+    resolved = resolve_event_time(text, now)
+    if resolved is None:
+        raise ReminderError(
+            f"could not tell when {when!r} is; say e.g. 'in 10 minutes', 'tomorrow at 9' or "
+            "an ISO time like 2026-12-24T18:00"
+        )
+    due = resolved.when
+    if not resolved.has_time:
+        due = due.replace(hour=DEFAULT_HOUR)
+    return due
+
+
+class ReminderStore:
+    """The reminders in one JSON file, rewritten whole on each change. Thread-safe."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self._lock = threading.Lock()
+        self._reminders: list[Reminder] = []
+        # What went wrong opening the file, for the user (it was moved aside, not lost).
+        self.problem: str | None = None
+        if path.exists():
+            try:
+                self._reminders = _LIST.validate_json(path.read_bytes())
+            except (ValidationError, OSError) as error:
+                aside = path.with_suffix(".json.unreadable")
+                path.replace(aside)
+                first = str(error).splitlines()[0]
+                self.problem = f"the reminders file was unreadable ({first}); moved to {aside}"
+                log.warning(self.problem)
+
+    def add(self, text: str, due_at: datetime, source: str = "agent") -> Reminder:
+        text = " ".join(text.split())
+        if not text:
+            raise ReminderError("a reminder needs some text")
+        reminder = Reminder(text=text, due_at=due_at, source=source)
+        with self._lock:
+            self._reminders.append(reminder)
+            self._save()
+        return reminder
+
+    def pending(self) -> list[Reminder]:
+        """Not fired yet, soonest first."""
+        with self._lock:
+            waiting = [r for r in self._reminders if r.fired_at is None]
+        return sorted(waiting, key=lambda r: r.due_at)
+
+    def next_due(self) -> datetime | None:
+        pending = self.pending()
+        return pending[0].due_at if pending else None
+
+    def due(self, now: datetime) -> list[Reminder]:
+        """The reminders due by ``now``, as they read when fired now (still pending until
+        ``mark_fired``: one whose announcement never went out fires again after a restart)."""
+        with self._lock:
+            due = [r for r in self._reminders if r.fired_at is None and r.due_at <= now]
+        return [r.model_copy(update={"fired_at": now}) for r in due]
+
+    def mark_fired(self, fired: list[Reminder]) -> None:
+        at = {r.id: r.fired_at for r in fired}
+        with self._lock:
+            for reminder in self._reminders:
+                if reminder.id in at and reminder.fired_at is None:
+                    reminder.fired_at = at[reminder.id]
+            self._save()
+
+    def _save(self) -> None:
+        with atomic_file(self.path, mode=0o600) as file:
+            file.write(_LIST.dump_json(self._reminders, indent=1).decode())
