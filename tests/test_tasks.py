@@ -17,6 +17,7 @@ import pytest
 from assistant.agent.session import open_stores
 from assistant.agent.tools import Stores
 from assistant.llm.client import LLMCancelled, LLMReplyError, Message
+from assistant.llm.priority import BackgroundLLM, ForegroundGate
 from assistant.tasks.heartbeat import Heartbeat, HeartbeatActions
 from assistant.tasks.manager import TaskError, TaskLimits, TaskManager
 from assistant.tasks.records import TaskRecord
@@ -342,7 +343,7 @@ def test_at_most_max_concurrent_tasks_run_and_the_rest_wait_in_order(
 
     def slow(messages: list[Message], cancel: threading.Event | None) -> dict[str, Any]:
         gate.wait(10)
-        return step("finish", result=messages[1]["content"])
+        return step("finish", result=messages[1]["content"].splitlines()[0])
 
     manager, finished = manager_for(
         workspace, tmp_path, ScriptedSteps(slow), TaskLimits(max_concurrent=1)
@@ -413,3 +414,35 @@ def test_an_unreadable_task_file_is_kept_aside(tmp_path: Path) -> None:
     store = TaskStore(folder)
     assert store.all() == [] and "unreadable" in store.problems[0]
     assert (folder / "t-broken.json.unreadable").exists()
+
+
+def test_background_requests_take_turns_and_a_waiting_one_can_be_cancelled() -> None:
+    """The local server abandons the request it is streaming when another arrives: a rating
+    and a sub-agent's step must not be in flight at once."""
+    in_flight: list[int] = []
+    overlaps: list[int] = []
+
+    class Server:
+        def complete_json(self, *args: Any, **options: Any) -> dict[str, Any]:
+            in_flight.append(1)
+            overlaps.append(len(in_flight))
+            time.sleep(0.2)
+            in_flight.pop()
+            return {"ok": True}
+
+    gate = ForegroundGate()
+    llm = BackgroundLLM(Server(), gate)
+    threads = [threading.Thread(target=llm.complete_json, args=([], {})) for _ in range(3)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert overlaps == [1, 1, 1]
+
+    cancel = threading.Event()
+    with gate.background:  # another background request holds the server
+        threading.Timer(0.2, cancel.set).start()
+        started = time.monotonic()
+        with pytest.raises(LLMCancelled):
+            llm.complete_json([], {}, cancel=cancel)
+        assert time.monotonic() - started < 1.0

@@ -149,8 +149,26 @@ def instructions(tools: Sequence[Tool] = TOOLS) -> str:
         "this window, but recall_search finds them. archival_insert and archival_search keep "
         "and find longer texts. memory_search searches everything you have observed and "
         "concluded. 'Relevant memories' lists what was retrieved for the current message.\n\n"
+        f"{_background_help(tools)}"
         f"Tools:\n{describe_tools(tools)}"
     )
+
+
+def _background_help(tools: Sequence[Tool]) -> str:
+    """How to use the background tools, when the agent has them."""
+    names = {tool.name for tool in tools}
+    lines = []
+    if "set_reminder" in names:
+        lines.append(
+            "When the user asks to be reminded of something, call set_reminder with what and "
+            "when (their words, e.g. 'in 10 minutes'); you can do that."
+        )
+    if "delegate_task" in names:
+        lines.append(
+            "For a longer job (looking through their memories, writing a note) call "
+            "delegate_task: a background worker does it and you are told when it finishes."
+        )
+    return "".join(line + "\n" for line in lines) + ("\n" if lines else "")
 
 
 class Agent:

@@ -31,6 +31,10 @@ class ForegroundGate:
         self._idle = threading.Condition()
         # Set while a reply is in progress: background requests in flight give way.
         self.preempt = threading.Event()
+        # Held by the one background request in flight: the llama.cpp server abandons the
+        # request it is streaming when another arrives (both came back empty when a rating
+        # and a sub-agent's step were sent at once), so background work takes turns.
+        self.background = threading.Lock()
 
     @contextmanager
     def foreground(self) -> Iterator[None]:
@@ -93,17 +97,29 @@ class BackgroundLLM:
             waited = self._wait_idle(cancel)
             stop = _Either(self.gate.preempt if waited else None, cancel)
             try:
-                return self.client.complete_json(
-                    messages,
-                    schema,
-                    max_tokens=max_tokens,
-                    temperature=temperature,
-                    cancel=stop if stop.events else None,
-                )
+                with self._turn(cancel):
+                    return self.client.complete_json(
+                        messages,
+                        schema,
+                        max_tokens=max_tokens,
+                        temperature=temperature,
+                        cancel=stop if stop.events else None,
+                    )
             except LLMCancelled:
                 if cancel is not None and cancel.is_set():
                     raise
                 log.info("a reply started: the background request waits and is asked again")
+
+    @contextmanager
+    def _turn(self, cancel: threading.Event | None) -> Iterator[None]:
+        """This request's turn at the background server (waiting for it can be cancelled)."""
+        while not self.gate.background.acquire(timeout=CANCEL_POLL_S):
+            if cancel is not None and cancel.is_set():
+                raise LLMCancelled("cancelled while waiting for other background work")
+        try:
+            yield
+        finally:
+            self.gate.background.release()
 
     def _wait_idle(self, cancel: threading.Event | None) -> bool:
         if cancel is None:

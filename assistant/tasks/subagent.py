@@ -237,8 +237,9 @@ class SubAgent:
         self.tools = tuple(tools if tools is not None else task_tools(record.id, workspace))
         self.by_name = by_name(self.tools)
         self.schema = step_schema(self.tools)
-        # A tool the model just called again is left out of the next step's choices.
-        self._narrowed: str | None = None
+        # Tools the model called again with the same arguments are left out of its choices
+        # until it takes a step that is new (a small model otherwise alternates two repeats).
+        self._narrowed: set[str] = set()
         self._recalled: str | None = None
         self.system = instructions(self.tools, budget)
         self._errors: list[str] = []
@@ -283,9 +284,8 @@ class SubAgent:
         self.save(record)
         messages = self._messages()
         schema = self.schema
-        if self._narrowed is not None:
-            schema = step_schema([t for t in self.tools if t.name != self._narrowed])
-            self._narrowed = None
+        if self._narrowed:
+            schema = step_schema([t for t in self.tools if t.name not in self._narrowed])
         reply = self._ask(messages, schema)
         try:
             if isinstance(reply, str):
@@ -346,13 +346,14 @@ class SubAgent:
             if earlier is not None:
                 # Small models go round: the same call again is not run again, and the next
                 # step must choose another tool.
-                self._narrowed = action.tool
+                self._narrowed.add(action.tool)
                 raise ValueError(
                     f"you already did this at step {earlier.number}; its result is above. "
                     "Do the next thing your plan needs, or call finish if it is done"
                 )
             result = self.by_name[action.tool].run(self.workspace.stores, action.arguments)
             failed = False
+            self._narrowed.clear()
         except (ValueError, LookupError, MemoryRequestError, ReminderError, OSError) as error:
             result, failed = f"error: {error}", True
         record.steps.append(
