@@ -7,9 +7,10 @@ from __future__ import annotations
 import io
 import json
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Any
 
+import pytest
 from textual.widgets import Static
 
 from assistant.config import LoadedConfig
@@ -52,40 +53,48 @@ def route(body: dict[str, Any]) -> str:
     return action("Noted.")
 
 
-async def test_a_delegated_task_runs_and_the_agent_tells_the_user(
+@pytest.fixture
+def loaded(
     loaded_for: Callable[..., LoadedConfig], start_service: Callable[..., InProcess]
-) -> None:
+) -> Iterator[LoadedConfig]:
+    """A service whose LLM is the scripted endpoint that answers by ``route``."""
     with scripted_endpoint("route", router=route) as (url, _):
-        loaded = loaded_for(**{"llm.base_url": url})
-        start_service(loaded)
-        client = await ServiceClient.connect(loaded, "tui", start=False)
-        await client.send(Say(text="My sister Ana moved to Lisbon.", ref="a"))
-        await until(client, lambda u: isinstance(u, ReplyEnd))
+        routed = loaded_for(**{"llm.base_url": url})
+        start_service(routed)
+        yield routed
 
-        await client.send(Delegate(ref="d", goal="Find out where my sister lives"))
-        accepted = (await until(client, lambda u: isinstance(u, TaskAccepted | Failed)))[-1]
-        assert isinstance(accepted, TaskAccepted) and accepted.task.status == "queued"
-        # The task ends; the master agent is woken and tells the user.
-        told = (await until(client, lambda u: isinstance(u, ReplyEnd) and RESULT in u.text))[-1]
-        assert isinstance(told, ReplyEnd) and told.text == f"Your task is done: {RESULT}"
 
-        await client.send(GetTasks())
-        listed = (await until(client, lambda u: isinstance(u, Tasks)))[-1]
-        assert isinstance(listed, Tasks)
-        [row] = listed.tasks
-        assert row.id == accepted.task.id and row.status == "done" and row.result == RESULT
-        assert [s.tool for s in row.steps] == ["memory_search", "finish"]
-        assert "Lisbon" in row.steps[0].result and row.plan and row.llm_calls == 2
+async def test_a_delegated_task_runs_and_the_agent_tells_the_user(
+    loaded: LoadedConfig,
+) -> None:
+    client = await ServiceClient.connect(loaded, "tui", start=False)
+    await client.send(Say(text="My sister Ana moved to Lisbon.", ref="a"))
+    await until(client, lambda u: isinstance(u, ReplyEnd))
 
-        await client.send(CancelTask(ref="c", id=row.id))
-        refused = (await until(client, lambda u: getattr(u, "ref", None) == "c"))[-1]
-        assert isinstance(refused, Failed) and "already ended" in refused.text
+    await client.send(Delegate(ref="d", goal="Find out where my sister lives"))
+    accepted = (await until(client, lambda u: isinstance(u, TaskAccepted | Failed)))[-1]
+    assert isinstance(accepted, TaskAccepted) and accepted.task.status == "queued"
+    # The task ends; the master agent is woken and tells the user.
+    told = (await until(client, lambda u: isinstance(u, ReplyEnd) and RESULT in u.text))[-1]
+    assert isinstance(told, ReplyEnd) and told.text == f"Your task is done: {RESULT}"
 
-        out, err = io.StringIO(), io.StringIO()
-        assert await list_tasks(loaded, True, out, err) == 0
-        listed_json = json.loads(out.getvalue())
-        assert listed_json["running"] and listed_json["tasks"][0]["result"] == RESULT
-        await client.close()
+    await client.send(GetTasks())
+    listed = (await until(client, lambda u: isinstance(u, Tasks)))[-1]
+    assert isinstance(listed, Tasks)
+    [row] = listed.tasks
+    assert row.id == accepted.task.id and row.status == "done" and row.result == RESULT
+    assert [s.tool for s in row.steps] == ["memory_search", "finish"]
+    assert "Lisbon" in row.steps[0].result and row.plan and row.llm_calls == 2
+
+    await client.send(CancelTask(ref="c", id=row.id))
+    refused = (await until(client, lambda u: getattr(u, "ref", None) == "c"))[-1]
+    assert isinstance(refused, Failed) and "already ended" in refused.text
+
+    out, err = io.StringIO(), io.StringIO()
+    assert await list_tasks(loaded, True, out, err) == 0
+    listed_json = json.loads(out.getvalue())
+    assert listed_json["running"] and listed_json["tasks"][0]["result"] == RESULT
+    await client.close()
 
     # With the service gone, `brain tasks` reads the records from disk.
     out = io.StringIO()
@@ -94,49 +103,43 @@ async def test_a_delegated_task_runs_and_the_agent_tells_the_user(
 
 
 async def test_a_reminder_set_by_the_agent_fires_on_time_and_is_shown(
-    loaded_for: Callable[..., LoadedConfig], start_service: Callable[..., InProcess]
+    loaded: LoadedConfig,
 ) -> None:
-    with scripted_endpoint("route", router=route) as (url, _):
-        loaded = loaded_for(**{"llm.base_url": url})
-        start_service(loaded)
-        client = await ServiceClient.connect(loaded, "tui", start=False)
-        await client.send(Say(text="Remind me to stretch my legs in 3 seconds.", ref="r"))
-        end = (await until(client, lambda u: isinstance(u, ReplyEnd)))[-1]
-        assert isinstance(end, ReplyEnd) and end.text == "I will remind you."
-        said_at = time.monotonic()
-        fired = (await until(client, lambda u: isinstance(u, ReminderFired), timeout=15))[-1]
-        assert isinstance(fired, ReminderFired) and fired.text == "stretch your legs"
-        assert not fired.late and time.monotonic() - said_at < 3.5
-        await client.close()
+    client = await ServiceClient.connect(loaded, "tui", start=False)
+    await client.send(Say(text="Remind me to stretch my legs in 3 seconds.", ref="r"))
+    end = (await until(client, lambda u: isinstance(u, ReplyEnd)))[-1]
+    assert isinstance(end, ReplyEnd) and end.text == "I will remind you."
+    said_at = time.monotonic()
+    fired = (await until(client, lambda u: isinstance(u, ReminderFired), timeout=15))[-1]
+    assert isinstance(fired, ReminderFired) and fired.text == "stretch your legs"
+    assert not fired.late and time.monotonic() - said_at < 3.5
+    await client.close()
 
 
 async def test_the_tasks_pane_delegates_shows_the_plan_and_result_and_a_reminder(
-    loaded_for: Callable[..., LoadedConfig], start_service: Callable[..., InProcess]
+    loaded: LoadedConfig,
 ) -> None:
-    with scripted_endpoint("route", router=route) as (url, _):
-        loaded = loaded_for(**{"llm.base_url": url})
-        start_service(loaded)
-        app = BrainApp(loaded)
-        async with app.run_test(size=(120, 40)) as pilot:
-            await wait_for(lambda: app.conversation.link.client is not None, 30)
-            await pilot.press("f4")
-            pane = app.screen
-            assert isinstance(pane, TasksScreen)
-            await pilot.click("#task-goal")
-            await pilot.press(*"Find out where my sister lives", "enter")
-            await wait_for(lambda: pane.latest is not None and pane.latest.tasks, 10)
-            await wait_for(lambda: pane.latest.tasks[0].status == "done", 20)  # type: ignore[union-attr]
-            await pilot.pause()
-            detail = str(pane.query_one("#task-detail", Static).render())
-            assert f"Result: {RESULT}" in detail
-            assert "Find where Ana lives" in detail and "memory_search" in detail
-            await pilot.press("ctrl+x")  # a finished task cannot be cancelled
-            await pilot.press("escape")
-            # The reminder appears in the conversation.
-            await pilot.click("#prompt")
-            await pilot.press(*"Remind me to stretch my legs in 3 seconds.", "enter")
-            chat = app.conversation.query_one(ChatLog)
-            await wait_for(
-                lambda: any("stretch your legs" in v.text for v in chat.query(MessageView)), 15
-            )
-            await pilot.press("ctrl+q")
+    app = BrainApp(loaded)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await wait_for(lambda: app.conversation.link.client is not None, 30)
+        await pilot.press("f4")
+        pane = app.screen
+        assert isinstance(pane, TasksScreen)
+        await pilot.click("#task-goal")
+        await pilot.press(*"Find out where my sister lives", "enter")
+        await wait_for(lambda: pane.latest is not None and pane.latest.tasks, 10)
+        await wait_for(lambda: pane.latest.tasks[0].status == "done", 20)  # type: ignore[union-attr]
+        await pilot.pause()
+        detail = str(pane.query_one("#task-detail", Static).render())
+        assert f"Result: {RESULT}" in detail
+        assert "Find where Ana lives" in detail and "memory_search" in detail
+        await pilot.press("ctrl+x")  # a finished task cannot be cancelled
+        await pilot.press("escape")
+        # The reminder appears in the conversation.
+        await pilot.click("#prompt")
+        await pilot.press(*"Remind me to stretch my legs in 3 seconds.", "enter")
+        chat = app.conversation.query_one(ChatLog)
+        await wait_for(
+            lambda: any("stretch your legs" in v.text for v in chat.query(MessageView)), 15
+        )
+        await pilot.press("ctrl+q")

@@ -17,15 +17,11 @@ from assistant.service.client import ServiceClient, ServiceError, ServiceNotRunn
 from assistant.service.memory_wire import Failed
 from assistant.service.protocol import GetTasks, Tasks
 from assistant.service.task_wire import CancelTask, Delegate, TaskAccepted, TaskRow, task_row
+from assistant.service.terminal import EXIT_FAILURE, tell
 from assistant.tasks.store import TaskStore
 
-EXIT_FAILURE = 1
 FOLLOW_POLL_S = 1.0
 RESULT_CHARS = 300
-
-
-def _tell(err: TextIO, text: str) -> None:
-    print(f"brain: {text}", file=err, flush=True)
 
 
 async def tasks(
@@ -49,13 +45,13 @@ async def tasks(
         _write_tasks(rows, out)
         return 0
     except ServiceError as error:
-        _tell(err, str(error))
+        tell(err, str(error))
         return EXIT_FAILURE
     listed: Tasks | None = None
     try:
         listed = await _ask_tasks(client)
     except ServiceError as error:
-        _tell(err, str(error))
+        tell(err, str(error))
     await client.leave()
     if listed is None:
         return EXIT_FAILURE
@@ -111,10 +107,10 @@ async def cancel(
     try:
         client = await ServiceClient.connect(loaded, "tasks", start=False)
     except ServiceNotRunning:
-        _tell(err, "the service is not running, so no task is running")
+        tell(err, "the service is not running, so no task is running")
         return EXIT_FAILURE
     except ServiceError as error:
-        _tell(err, str(error))
+        tell(err, str(error))
         return EXIT_FAILURE
     ref = uuid.uuid4().hex
     code = EXIT_FAILURE
@@ -125,9 +121,9 @@ async def cancel(
             out.write(f"task {task_id}: cancelling\n")
             code = 0
         elif answer is not None:
-            _tell(err, answer.text)
+            tell(err, answer.text)
     except ServiceError as error:
-        _tell(err, str(error))
+        tell(err, str(error))
     await client.leave()
     return code
 
@@ -145,38 +141,36 @@ async def delegate(
     """Start a task and follow it: its steps as they happen, then its result. Ctrl+C stops
     following (the task goes on in the service)."""
     if not goal.strip():
-        _tell(err, "nothing to delegate")
+        tell(err, "nothing to delegate")
         return EXIT_FAILURE
     try:
         client = await ServiceClient.connect(loaded, "ask")
     except ServiceError as error:
-        _tell(err, str(error))
+        tell(err, str(error))
         return EXIT_FAILURE
     ref = uuid.uuid4().hex
     try:
         await client.send(Delegate(ref=ref, goal=goal))
         answer = await _answer(client, ref)
         if not isinstance(answer, TaskAccepted):
-            _tell(err, answer.text if answer is not None else "the service did not answer")
+            tell(err, answer.text if answer is not None else "the service did not answer")
             await client.leave()
             return EXIT_FAILURE
         out.write(f"task {answer.task.id} started: {answer.task.goal}\n")
         out.flush()
         final = await _follow(client, answer.task.id, out, err)
     except ServiceError as error:
-        _tell(err, str(error))
+        tell(err, str(error))
         final = None
     left = await client.leave()
     if final is None:
         if left is not None and left.stays:
-            _tell(
-                err, f"the task goes on in the background ({left.reason}); `brain tasks` shows it"
-            )
+            tell(err, f"the task goes on in the background ({left.reason}); `brain tasks` shows it")
         return EXIT_FAILURE
     if final.status == "done":
         out.write(f"{final.result}\n")
         return 0
-    _tell(err, f"task {final.id} {final.status}: {final.reason}")
+    tell(err, f"task {final.id} {final.status}: {final.reason}")
     return EXIT_FAILURE
 
 
@@ -191,7 +185,7 @@ async def _follow(client: ServiceClient, task_id: str, out: TextIO, err: TextIO)
             listed = await _ask_tasks(client)
             row = next((t for t in listed.tasks if t.id == task_id), None) if listed else None
             if row is None:
-                _tell(err, f"task {task_id} is no longer listed")
+                tell(err, f"task {task_id} is no longer listed")
                 return None
             if row.status in ("done", "failed", "cancelled"):
                 return row

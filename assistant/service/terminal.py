@@ -46,18 +46,18 @@ BUSY = ("thinking", "speaking", "hearing")
 STOP_WAIT_S = 60.0
 
 
-def _tell(err: TextIO, text: str) -> None:
+def tell(err: TextIO, text: str) -> None:
     print(f"brain: {text}", file=err, flush=True)
 
 
 def _said_goodbye(left: Left | None, err: TextIO) -> None:
     if left is not None and left.stays:
-        _tell(err, f"the service keeps running ({left.reason}); `brain stop` stops it")
+        tell(err, f"the service keeps running ({left.reason}); `brain stop` stops it")
 
 
 def _check_length(text: str, err: TextIO) -> bool:
     if len(text) > MAX_SAY_CHARS:
-        _tell(err, f"not sent: {len(text):,} characters; the limit is {MAX_SAY_CHARS:,}")
+        tell(err, f"not sent: {len(text):,} characters; the limit is {MAX_SAY_CHARS:,}")
         return False
     return True
 
@@ -68,7 +68,7 @@ async def ask(
     """One turn: send ``text``, print the reply as it streams, leave."""
     if not text.strip() or not _check_length(text, err):
         if not text.strip():
-            _tell(err, "nothing to ask")
+            tell(err, "nothing to ask")
         return EXIT_FAILURE
     ref = uuid.uuid4().hex
     return await _one_turn(
@@ -82,7 +82,7 @@ async def listen(
     """One spoken turn: play an audio file into the service's (headless) microphone, print
     what was heard and the reply, and each stage's time."""
     if not path.is_file():
-        _tell(err, f"no such file: {path}")
+        tell(err, f"no such file: {path}")
         return EXIT_FAILURE
 
     def heard(said: UserSaid) -> None:
@@ -114,7 +114,7 @@ async def _one_turn(
     try:
         client = await ServiceClient.connect(loaded, name)
     except ServiceError as error:
-        _tell(err, str(error))
+        tell(err, str(error))
         return EXIT_FAILURE
     code = EXIT_FAILURE
     spoken = isinstance(request, Listen)
@@ -131,13 +131,13 @@ async def _one_turn(
                     turn = update.turn
                     on_turn(update)
                 elif isinstance(update, Notice) and update.level != "info" and turn is None:
-                    _tell(err, update.text)
+                    tell(err, update.text)
                     if update.level == "error":
                         break
                 elif isinstance(update, Status) and update.state != "ready":
-                    _tell(err, update.text)
+                    tell(err, update.text)
                 elif isinstance(update, NotHeard) and turn is None and spoken:
-                    _tell(err, f"not heard: {update.reason}")
+                    tell(err, f"not heard: {update.reason}")
                     break
                 elif isinstance(update, ReplyChunk) and update.turn == turn:
                     out.write(update.text)
@@ -146,15 +146,15 @@ async def _one_turn(
                     stages = ", ".join(f"{k} {v:,.0f} ms" for k, v in update.stages_ms.items())
                     timings = f"after the end of speech: {stages}"
                     if ended:
-                        _tell(err, timings)
+                        tell(err, timings)
                 elif isinstance(update, ReplyEnd) and update.turn == turn:
                     if update.error:
-                        _tell(err, f"no reply: {update.error}")
+                        tell(err, f"no reply: {update.error}")
                         break
                     out.write("\n")
                     out.flush()
                     if timings is not None:
-                        _tell(err, timings)
+                        tell(err, timings)
                     code = 0
                     if not spoken:
                         break
@@ -163,12 +163,12 @@ async def _one_turn(
                 elif isinstance(update, Voice) and ended and update.state not in BUSY:
                     break
                 elif isinstance(update, Bye):
-                    _tell(err, f"the service stopped: {update.reason}")
+                    tell(err, f"the service stopped: {update.reason}")
                     break
     except TimeoutError:
-        _tell(err, "the reply was still being spoken; leaving")
+        tell(err, "the reply was still being spoken; leaving")
     except ServiceError as error:
-        _tell(err, str(error))
+        tell(err, str(error))
     _said_goodbye(await client.leave(), err)
     return code
 
@@ -241,7 +241,7 @@ async def chat(loaded: LoadedConfig, out: TextIO = sys.stdout, err: TextIO = sys
     try:
         client = await ServiceClient.connect(loaded, "chat")
     except ServiceError as error:
-        _tell(err, str(error))
+        tell(err, str(error))
         return EXIT_FAILURE
     welcome = client.welcome
     out.write(f"Brain OS: {welcome.text}. Ctrl+C stops a reply, Ctrl+D leaves.\n")
@@ -305,7 +305,7 @@ async def stop(loaded: LoadedConfig, out: TextIO = sys.stdout, err: TextIO = sys
         out.write("The Brain OS service is not running.\n")
         return 0
     except ServiceError as error:
-        _tell(err, str(error))
+        tell(err, str(error))
         return EXIT_FAILURE
     await client.send(Stop())
     async for update in client.updates():
@@ -313,7 +313,7 @@ async def stop(loaded: LoadedConfig, out: TextIO = sys.stdout, err: TextIO = sys
             break
     await client.close()
     if not await asyncio.to_thread(OwnerLock(loaded.settings.data_dir).wait_free, STOP_WAIT_S):
-        _tell(err, f"the service (pid {client.welcome.pid}) is still shutting down")
+        tell(err, f"the service (pid {client.welcome.pid}) is still shutting down")
         return EXIT_FAILURE
     out.write(f"Stopped the Brain OS service (pid {client.welcome.pid}).\n")
     return 0

@@ -105,7 +105,8 @@ class TaskManager:
             running = self._running.get(task_id)
             cancel = self._cancels.setdefault(task_id, threading.Event())
         if running is not None:
-            running.stop(reason)  # its LLM request is abandoned; the record is saved by it
+            # Its LLM request is abandoned; the record is saved by it.
+            running.stop(reason, "cancelled")
         else:
             cancel.set()
             record.status = "cancelled"
@@ -131,7 +132,7 @@ class TaskManager:
             task.cancel()
         with self._lock:
             for agent in self._running.values():
-                agent.cancel.set()
+                agent.stop(INTERRUPTED)
         await asyncio.gather(*self._tasks.values(), return_exceptions=True)
 
     # On the loop

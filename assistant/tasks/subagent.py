@@ -19,15 +19,16 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any, Protocol
+from typing import Any
 
 from pydantic import BaseModel, Field, ValidationError
 
 from assistant.agent.actions import Action, ActionError, read_action
 from assistant.agent.context import estimate_tokens
 from assistant.agent.tools import Arguments, Search, Stores, Tool, by_name, describe_tools
-from assistant.llm.client import JsonSchema, LLMCancelled, LLMError, LLMUnavailable, Message
-from assistant.tasks.records import SubGoal, TaskRecord, TaskStep
+from assistant.llm.client import LLMCancelled, LLMError, LLMUnavailable, Message
+from assistant.llm.priority import CancellableJsonLLM
+from assistant.tasks.records import SubGoal, TaskRecord, TaskStatus, TaskStep
 from assistant.tasks.reminders import ReminderError, ReminderStore, reminder_time
 from memory.stream import MemoryRequestError
 
@@ -42,18 +43,6 @@ REPLY_TOKENS = 700
 RECALLED = 8
 PLAN_ITEMS = 5
 PLAN_CHARS = 120
-
-
-class TaskLLM(Protocol):
-    def complete_json(
-        self,
-        messages: Sequence[Message],
-        schema: JsonSchema,
-        *,
-        max_tokens: int | None = None,
-        temperature: float | None = 0.0,
-        cancel: threading.Event | None = None,
-    ) -> dict[str, Any]: ...
 
 
 @dataclass(frozen=True)
@@ -208,7 +197,7 @@ def instructions(tools: Sequence[Tool], budget: Budget) -> str:
 class TaskStopped(Exception):
     """Raised inside the step loop when the task must end without a result."""
 
-    def __init__(self, status: str, reason: str) -> None:
+    def __init__(self, status: TaskStatus, reason: str) -> None:
         super().__init__(reason)
         self.status = status
         self.reason = reason
@@ -220,7 +209,7 @@ class SubAgent:
     def __init__(
         self,
         record: TaskRecord,
-        llm: TaskLLM,
+        llm: CancellableJsonLLM,
         workspace: Workspace,
         save: Callable[[TaskRecord], None],
         budget: Budget = Budget(),
@@ -244,11 +233,12 @@ class SubAgent:
         self.system = instructions(self.tools, budget)
         self._errors: list[str] = []
         self._sleep = sleep
-        # Why a cancel was asked for ("cancelled by the user", "time budget spent").
-        self.cancel_reason = "cancelled"
+        # How the task ends once ``cancel`` is set, and why (``stop`` says).
+        self._stopped: tuple[TaskStatus, str] = ("cancelled", "cancelled")
 
-    def stop(self, reason: str) -> None:
-        self.cancel_reason = reason
+    def stop(self, reason: str, status: TaskStatus = "failed") -> None:
+        """End the task at once (its LLM request is abandoned) as ``status``, for ``reason``."""
+        self._stopped = (status, reason)
         self.cancel.set()
 
     def run(self) -> TaskRecord:
@@ -266,7 +256,7 @@ class SubAgent:
                     return record
                 self._take(action)
         except TaskStopped as stop:
-            record.status = stop.status  # type: ignore[assignment]
+            record.status = stop.status
             record.reason = stop.reason
             record.current_step = ""
         finally:
@@ -466,8 +456,7 @@ class SubAgent:
 
     def _check_cancel(self) -> None:
         if self.cancel.is_set():
-            status = "cancelled" if self.cancel_reason.startswith("cancelled") else "failed"
-            raise TaskStopped(status, self.cancel_reason)
+            raise TaskStopped(*self._stopped)
 
     def _wait(self, seconds: float) -> None:
         if self._sleep is not None:
