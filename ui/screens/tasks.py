@@ -25,6 +25,8 @@ MARKS = {"todo": "○", "doing": "◐", "done": "●", "dropped": "✕"}
 
 
 class TasksScreen(Screen[None]):
+    # Typing on opening the pane writes a goal to delegate (Tab reaches the tasks table).
+    AUTO_FOCUS = "#task-goal"
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("escape", "app.pop_screen", "Back"),
         Binding("ctrl+x", "cancel_task", "Cancel task"),
