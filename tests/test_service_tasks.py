@@ -16,6 +16,7 @@ from textual.widgets import Static
 from assistant.config import LoadedConfig
 from assistant.service.client import ServiceClient
 from assistant.service.memory_wire import Failed
+from assistant.service.paths import OwnerLock
 from assistant.service.protocol import GetTasks, ReplyEnd, Say, Tasks
 from assistant.service.task_terminal import tasks as list_tasks
 from assistant.service.task_wire import CancelTask, Delegate, ReminderFired, TaskAccepted
@@ -96,7 +97,8 @@ async def test_a_delegated_task_runs_and_the_agent_tells_the_user(
     assert listed_json["running"] and listed_json["tasks"][0]["result"] == RESULT
     await client.close()
 
-    # With the service gone, `brain tasks` reads the records from disk.
+    # With the service gone (the last client left), `brain tasks` reads the records from disk.
+    assert OwnerLock(loaded.settings.data_dir).wait_free(30)
     out = io.StringIO()
     assert await list_tasks(loaded, False, out, io.StringIO()) == 0
     assert "not running" in out.getvalue() and RESULT in out.getvalue()
