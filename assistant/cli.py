@@ -56,6 +56,10 @@ def build_parser() -> argparse.ArgumentParser:
     tasks = command("tasks", "list what the service is working on and the delegated tasks")
     tasks.add_argument("--json", action="store_true", help="print one JSON object")
     tasks.add_argument("--cancel", metavar="ID", help="cancel a queued or running task")
+    tasks.add_argument(
+        "--allow", metavar="ID", help="let a waiting task run the call it asked about"
+    )
+    tasks.add_argument("--deny", metavar="ID", help="refuse a waiting task's call")
     command("stop", "stop the assistant service")
     add_setting_flags(parser)
     return parser
@@ -137,10 +141,12 @@ def _listen(loaded: LoadedConfig, args: argparse.Namespace) -> int:
 
 
 def _tasks(loaded: LoadedConfig, args: argparse.Namespace) -> int:
-    from assistant.service.task_terminal import cancel, tasks
+    from assistant.service.task_terminal import answer_approval, cancel, tasks
 
     if args.cancel:
         return asyncio.run(cancel(loaded, args.cancel))
+    if args.allow or args.deny:
+        return asyncio.run(answer_approval(loaded, args.allow or args.deny, bool(args.allow)))
     return asyncio.run(tasks(loaded, args.json))
 
 

@@ -6,11 +6,13 @@ what may be set. Each field's description is what ``brain config`` and ``--help`
 
 from __future__ import annotations
 
+import json
+import os
 from pathlib import Path
 from typing import Literal
 
 import platformdirs
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 APP_NAME = "brain-os"
 
@@ -157,6 +159,18 @@ class AgentSettings(Section):
     )
 
 
+class McpServerSettings(Section):
+    name: str = Field(
+        pattern=r"^[A-Za-z0-9_-]{1,32}$",
+        description="Short name; the server's tools are called <name>__<tool>.",
+    )
+    command: str = Field(min_length=1, description="Program that starts the server (stdio).")
+    args: list[str] = Field(default_factory=list, description="Its arguments.")
+    env: dict[str, str] = Field(
+        default_factory=dict, description="Environment variables added for it."
+    )
+
+
 class TasksSettings(Section):
     max_concurrent: int = Field(
         2, ge=1, le=16, description="Delegated tasks that run at once; the rest wait in order."
@@ -172,6 +186,34 @@ class TasksSettings(Section):
         description="How often the heartbeat checks what is due (reminders fire at their "
         "time regardless).",
     )
+    allowed_paths: list[Path] = Field(
+        default_factory=list,
+        description="Files and folders sub-agents may read into archival storage (text, "
+        "Markdown, PDF); in the environment, separated by ':'.",
+    )
+    mcp_servers: list[McpServerSettings] = Field(
+        default_factory=list,
+        description="MCP servers (stdio) whose tools sub-agents may call, each call allowed "
+        "by you first; [[tasks.mcp_servers]] tables in the file, JSON in the environment.",
+    )
+    mcp_timeout_s: float = Field(
+        60.0, gt=0, le=3600, description="How long an MCP server may take to start or answer."
+    )
+
+    @field_validator("allowed_paths", mode="before")
+    @classmethod
+    def _paths_from_text(cls, value: object) -> object:
+        return [p for p in value.split(os.pathsep) if p] if isinstance(value, str) else value
+
+    @field_validator("mcp_servers", mode="before")
+    @classmethod
+    def _servers_from_json(cls, value: object) -> object:
+        if isinstance(value, str):
+            try:
+                return json.loads(value)
+            except json.JSONDecodeError as error:
+                raise ValueError(f"not valid JSON: {error.msg}") from None
+        return value
 
 
 class ServiceSettings(Section):

@@ -226,6 +226,16 @@ class ArchivalStore:
             self._indexed = True
         return [row["id"] for row in rows]
 
+    def replace_document(self, title: str, text: str, source: str) -> list[str]:
+        """Store ``text`` as the document titled ``title`` (a file's path), dropping any
+        earlier version of it once the new one is stored: a file read again is not kept twice."""
+        ids = self.insert(text, source, title)
+        document_id = ids[0].split(":", 1)[0]
+        where = f"title = {quote(clean_text(title))} AND document_id != {quote(document_id)}"
+        if self.table.count(where):
+            self.table.write(lambda table: table.delete(where))
+        return ids
+
     def _rows(
         self,
         chunks: Sequence[Span],

@@ -4,10 +4,13 @@ asked (a sub-agent's step, the master agent's turn)."""
 
 from __future__ import annotations
 
+import asyncio
 import io
 import json
+import sys
 import time
 from collections.abc import Callable, Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -18,16 +21,26 @@ from assistant.service.client import ServiceClient
 from assistant.service.memory_wire import Failed
 from assistant.service.paths import OwnerLock
 from assistant.service.protocol import GetTasks, ReplyEnd, Say, Tasks
+from assistant.service.task_terminal import answer_approval
 from assistant.service.task_terminal import tasks as list_tasks
-from assistant.service.task_wire import CancelTask, Delegate, ReminderFired, TaskAccepted
+from assistant.service.task_wire import (
+    AnswerApproval,
+    ApprovalAsked,
+    CancelTask,
+    Delegate,
+    ReminderFired,
+    TaskAccepted,
+)
 from tests.helpers.fake_openai import scripted_endpoint
 from tests.helpers.service import InProcess, action, until
 from tests.helpers.ui import wait_for
 from ui.app import BrainApp
+from ui.screens.approval import ApprovalScreen
 from ui.screens.tasks import TasksScreen
 from ui.widgets.chat import ChatLog, MessageView
 
 RESULT = "Ana, your sister, moved to Lisbon."
+SERVER = Path(__file__).parent / "helpers" / "mcp_server.py"
 
 
 def step(tool: str, **arguments: Any) -> str:
@@ -39,6 +52,10 @@ def route(body: dict[str, Any]) -> str:
     messages = body.get("messages", [])
     last = str(messages[-1]["content"]) if messages else ""
     if '"plan"' in json.dumps(body.get("response_format") or {}):  # a sub-agent's step
+        if "shopping list" in str(messages[1]["content"]):
+            if any("files__write_file result" in str(m["content"]) for m in messages):
+                return step("finish", result="Done with the shopping list.")
+            return step("files__write_file", name="list.txt", text="milk, eggs")
         if any("memory_search result" in str(m["content"]) for m in messages):
             return step("finish", result=RESULT)
         return step("memory_search", query="sister Ana")
@@ -55,12 +72,24 @@ def route(body: dict[str, Any]) -> str:
 
 
 @pytest.fixture
+def sandbox(tmp_path: Path) -> Path:
+    """Where the test's MCP server writes files (an action outside the memory store)."""
+    folder = tmp_path / "sandbox"
+    folder.mkdir()
+    return folder
+
+
+@pytest.fixture
 def loaded(
-    loaded_for: Callable[..., LoadedConfig], start_service: Callable[..., InProcess]
+    loaded_for: Callable[..., LoadedConfig],
+    start_service: Callable[..., InProcess],
+    sandbox: Path,
 ) -> Iterator[LoadedConfig]:
-    """A service whose LLM is the scripted endpoint that answers by ``route``."""
+    """A service whose LLM is the scripted endpoint that answers by ``route``, with the test's
+    MCP server configured for its sub-agents."""
+    server = {"name": "files", "command": sys.executable, "args": [str(SERVER), str(sandbox)]}
     with scripted_endpoint("route", router=route) as (url, _):
-        routed = loaded_for(**{"llm.base_url": url})
+        routed = loaded_for(**{"llm.base_url": url, "tasks.mcp_servers": json.dumps([server])})
         start_service(routed)
         yield routed
 
@@ -144,4 +173,80 @@ async def test_the_tasks_pane_delegates_shows_the_plan_and_result_and_a_reminder
         await wait_for(
             lambda: any("stretch your legs" in v.text for v in chat.query(MessageView)), 15
         )
+        await pilot.press("ctrl+q")
+
+
+async def delegate(client: ServiceClient, goal: str) -> TaskAccepted:
+    """Delegate ``goal`` once the service can run tasks (it refuses while it starts)."""
+    for attempt in range(60):
+        await client.send(Delegate(ref=f"d{attempt}", goal=goal))
+        answer = (await until(client, lambda u: isinstance(u, TaskAccepted | Failed)))[-1]
+        if isinstance(answer, TaskAccepted):
+            return answer
+        assert isinstance(answer, Failed) and "starting" in answer.text, answer
+        await asyncio.sleep(0.5)
+    raise AssertionError("the service never began to run tasks")
+
+
+async def test_a_call_outside_memory_waits_for_the_users_answer_through_the_service(
+    loaded: LoadedConfig, sandbox: Path
+) -> None:
+    client = await ServiceClient.connect(loaded, "tui", start=False)
+    await delegate(client, "Write my shopping list to a file")
+    asked = (await until(client, lambda u: isinstance(u, ApprovalAsked), timeout=60))[-1]
+    assert isinstance(asked, ApprovalAsked)
+    approval = asked.approval
+    assert approval.tool == "files__write_file" and "list.txt" in approval.arguments
+    await client.send(GetTasks())
+    listed = (await until(client, lambda u: isinstance(u, Tasks)))[-1]
+    assert isinstance(listed, Tasks)
+    [row] = listed.tasks
+    assert row.status == "waiting" and row.waiting_for == approval
+    out, err = io.StringIO(), io.StringIO()
+    assert await list_tasks(loaded, False, out, err) == 0
+    assert f"brain tasks --allow {row.id}" in out.getvalue()
+
+    # Refused from the command line, by the task's id: nothing is written.
+    assert await answer_approval(loaded, row.id, False, out, err) == 0, err.getvalue()
+    told = (await until(client, lambda u: isinstance(u, ReplyEnd) and "task" in u.text))[-1]
+    assert isinstance(told, ReplyEnd)
+    assert not (sandbox / "list.txt").exists()
+    assert await answer_approval(loaded, row.id, True, out, err) == 1
+    assert "nothing is waiting" in err.getvalue()
+
+    # Allowed over the wire: the call runs once.
+    await delegate(client, "Write my shopping list to a file again")
+    asked = (await until(client, lambda u: isinstance(u, ApprovalAsked), timeout=60))[-1]
+    assert isinstance(asked, ApprovalAsked)
+    await client.send(AnswerApproval(ref="y", id=asked.approval.id, allow=True))
+    answer = (await until(client, lambda u: getattr(u, "ref", None) == "y"))[-1]
+    assert isinstance(answer, TaskAccepted) and answer.task.id == asked.approval.task_id
+    await until(client, lambda u: isinstance(u, ReplyEnd) and "task" in u.text, timeout=30)
+    assert (sandbox / "list.txt").read_text() == "milk, eggs"
+    await client.close()
+
+
+async def test_the_question_pops_up_in_the_tui_and_is_answered_there(
+    loaded: LoadedConfig, sandbox: Path
+) -> None:
+    app = BrainApp(loaded)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await wait_for(lambda: app.conversation.link.client is not None, 30)
+        await pilot.click("#prompt")
+        await pilot.press("f4")
+        pane = app.screen
+        assert isinstance(pane, TasksScreen)
+        await pilot.press(*"Write my shopping list to a file", "enter")
+        await wait_for(lambda: isinstance(app.screen, ApprovalScreen), 60)
+        question = str(app.screen.query_one("#approval-question", Static).render())
+        assert "files__write_file" in question and "list.txt" in question
+        await pilot.press("escape")  # later: the task keeps waiting, the pane shows it
+        await wait_for(lambda: pane.latest is not None and pane.latest.tasks[0].waiting_for, 10)
+        await pilot.pause()
+        assert "Ctrl+Y to answer" in str(pane.query_one("#task-detail", Static).render())
+        await pilot.press("ctrl+y")
+        await wait_for(lambda: isinstance(app.screen, ApprovalScreen), 5)
+        await pilot.press("y")
+        await wait_for(lambda: (sandbox / "list.txt").exists(), 30)
+        await wait_for(lambda: pane.latest.tasks[0].status == "done", 30)  # type: ignore[union-attr]
         await pilot.press("ctrl+q")

@@ -7,7 +7,7 @@ import asyncio
 import json
 import threading
 import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -23,58 +23,10 @@ from assistant.tasks.manager import TaskError, TaskLimits, TaskManager
 from assistant.tasks.records import TaskRecord
 from assistant.tasks.reminders import Reminder, ReminderError, ReminderStore, reminder_time
 from assistant.tasks.store import INTERRUPTED, TaskStore
-from assistant.tasks.subagent import Budget, SubAgent, Workspace
+from assistant.tasks.subagent import Budget, SubAgent
+from assistant.tasks.toolbox import Workspace
 from memory.embedder import OnnxSentenceEmbedder
-
-Reply = (
-    dict[str, Any] | Exception | Callable[[list[Message], threading.Event | None], dict[str, Any]]
-)
-NOW = datetime(2026, 11, 22, 15, 0, tzinfo=UTC)
-
-
-def step(
-    tool: str, plan: Sequence[tuple[str, str]] = (("Answer", "doing"),), **arguments: Any
-) -> dict[str, Any]:
-    return {
-        "plan": [
-            {"goal": goal, "reason": "it serves the task", "status": status}
-            for goal, status in plan
-        ],
-        "tool": tool,
-        "arguments": arguments,
-    }
-
-
-class ScriptedSteps:
-    """A sub-agent's model: the n-th request gets the n-th reply (the last repeats)."""
-
-    def __init__(self, *replies: Reply) -> None:
-        self.replies = list(replies)
-        self.requests: list[list[Message]] = []
-
-    def complete_json(
-        self,
-        messages: Sequence[Message],
-        schema: dict[str, Any],
-        *,
-        max_tokens: int | None = None,
-        temperature: float | None = 0.0,
-        cancel: threading.Event | None = None,
-    ) -> dict[str, Any]:
-        self.requests.append(list(messages))
-        reply = self.replies[min(len(self.requests), len(self.replies)) - 1]
-        if isinstance(reply, Exception):
-            raise reply
-        if callable(reply):
-            return reply(list(messages), cancel)
-        return reply
-
-
-def until_cancelled(messages: list[Message], cancel: threading.Event | None) -> dict[str, Any]:
-    """A request that takes as long as it is let to (the client's cancellable stream)."""
-    assert cancel is not None
-    cancel.wait(60)
-    raise LLMCancelled("cancelled")
+from tests.task_helpers import NOW, ScriptedSteps, run_task, step, until_cancelled
 
 
 @pytest.fixture
@@ -87,25 +39,6 @@ def stores(tmp_path: Path, embedder: OnnxSentenceEmbedder) -> Iterator[Stores]:
 @pytest.fixture
 def workspace(stores: Stores, tmp_path: Path) -> Workspace:
     return Workspace(stores, ReminderStore(tmp_path / "data" / "reminders.json"), lambda: NOW)
-
-
-def run_task(
-    workspace: Workspace,
-    llm: ScriptedSteps,
-    budget: Budget | None = None,
-    goal: str = "Find Ana's city",
-) -> tuple[TaskRecord, list[TaskRecord]]:
-    saved: list[TaskRecord] = []
-    record = TaskRecord(id="t-abc123", goal=goal, status="running", started_at=NOW)
-    done = SubAgent(
-        record,
-        llm,
-        workspace,
-        lambda r: saved.append(r.model_copy(deep=True)),
-        budget or Budget(),
-        sleep=lambda s: None,
-    ).run()
-    return done, saved
 
 
 # The sub-agent

@@ -12,6 +12,7 @@ from textual.screen import Screen
 
 from assistant.config import LoadedConfig
 from ui.link import ServiceLink
+from ui.screens.approval import Questions
 from ui.screens.conversation import ConversationScreen
 from ui.screens.memory import MemoryScreen
 from ui.screens.tasks import TasksScreen
@@ -32,7 +33,8 @@ class BrainApp(App[None]):
         super().__init__()
         self.loaded = loaded
         self.link = ServiceLink(self)
-        self.conversation = ConversationScreen(loaded, self.link)
+        self.questions = Questions(self, self.link)
+        self.conversation = ConversationScreen(loaded, self.link, self.questions)
         # What the service said when this window left: whether it keeps running, and why.
         self.farewell: str | None = None
 
@@ -63,7 +65,7 @@ class BrainApp(App[None]):
         self._open("plans")
 
     def action_tasks(self) -> None:
-        self._open(TasksScreen(self.link))
+        self._open(TasksScreen(self.link, self.questions))
 
     def _open(self, pane: Screen[Any] | str) -> None:
         """Each pane opens over the conversation (Esc goes back), replacing another pane."""

@@ -68,6 +68,8 @@ class Tool:
     description: str
     arguments: type[Arguments]
     run: Callable[[Stores, Any], str]
+    # It acts outside the memory store: the user allows each call before it runs.
+    confirm: bool = False
 
     def schema(self) -> dict[str, Any]:
         return strict_schema(self.arguments.model_json_schema())

@@ -25,11 +25,13 @@ from assistant.model_paths import ProfileModels
 from assistant.parts import load_embedder
 from assistant.settings import Settings
 from assistant.tasks.agent_tools import background_tools
+from assistant.tasks.approvals import Approvals
 from assistant.tasks.manager import TaskLimits, TaskManager
 from assistant.tasks.records import TaskRecord
 from assistant.tasks.reminders import ReminderStore, local_now
 from assistant.tasks.store import TaskStore
-from assistant.tasks.subagent import Budget, SubAgent, Workspace
+from assistant.tasks.subagent import Budget, SubAgent
+from assistant.tasks.toolbox import Workspace
 from memory.database import DatabaseError
 from memory.embedder import Embedder
 from memory.reflection import ReflectionWorker, Reflector
@@ -82,6 +84,8 @@ class AgentHost:
         # Told when a task ends and when a reminder is added (set by the service).
         self.on_task_finished: Callable[[TaskRecord], None] = lambda record: None
         self.on_reminder_added: Callable[[], None] = lambda: None
+        # Questions of sub-agents waiting for the user's permission (the service relays them).
+        self.approvals = Approvals()
 
     def open_memory(self) -> Agent:
         """The stores and the agent (no LLM needed yet: events are recorded either way)."""
@@ -124,7 +128,16 @@ class AgentHost:
         return SubAgent(
             record,
             BackgroundLLM(self.background, self.gate),
-            Workspace(self.stores, self.reminders, local_now),
+            Workspace(
+                self.stores,
+                self.reminders,
+                local_now,
+                self.approvals,
+                allowed_paths=tuple(self.settings.tasks.allowed_paths),
+                mcp_servers=tuple(self.settings.tasks.mcp_servers),
+                mcp_timeout_s=self.settings.tasks.mcp_timeout_s,
+                log_dir=self.settings.log_dir,
+            ),
             self.tasks.store.save,
             self.tasks.limits.budget,
             cancel,

@@ -1,7 +1,7 @@
 """The service's wire protocol: one JSON object per line over the Unix socket, UTF-8.
 
-Version 4 (2 added the voice messages, 3 the memory messages of memory_wire.py, 4 the task
-messages of task_wire.py). A client's
+Version 5 (2 added the voice messages, 3 the memory messages of memory_wire.py, 4 the task
+messages of task_wire.py, 5 the questions of tasks waiting for the user's permission). A client's
 first line is ``hello``; the service answers ``welcome`` with its state and the recent
 conversation. After that the client sends requests and the service sends updates to every
 client at once, so two windows show the same conversation. docs/SERVICE.md describes each message.
@@ -31,6 +31,8 @@ from assistant.service.memory_wire import (
     MemoryUndo,
 )
 from assistant.service.task_wire import (
+    AnswerApproval,
+    ApprovalAsked,
     CancelTask,
     Delegate,
     ReminderFired,
@@ -41,7 +43,7 @@ from assistant.service.task_wire import (
 )
 from assistant.service.wire import UserText, Wire
 
-PROTOCOL_VERSION = 4
+PROTOCOL_VERSION = 5
 # The longest line either side sends or accepts (a message is capped far below it).
 MAX_LINE_BYTES = 1 << 20
 # The longest message a user may send in one turn (a huge paste is refused, not cut).
@@ -151,6 +153,7 @@ Request = Annotated[
     | Delegate
     | CancelTask
     | ResumeTask
+    | AnswerApproval
     | Tick
     | CoreQuery
     | CoreEdit,
@@ -332,6 +335,7 @@ Update = Annotated[
     | CoreBlocks
     | TaskAccepted
     | ReminderFired
+    | ApprovalAsked
     | Failed,
     Field(discriminator="type"),
 ]

@@ -95,6 +95,9 @@ from assistant.service.protocol import (
     NotHeard as Unheard,
 )
 from assistant.service.task_wire import (
+    AnswerApproval,
+    ApprovalAsked,
+    ApprovalRow,
     CancelTask,
     Delegate,
     ReminderFired,
@@ -102,11 +105,13 @@ from assistant.service.task_wire import (
     TaskAccepted,
     TaskRow,
     Tick,
+    approval_row,
     task_row,
 )
 from assistant.service.voice import VoiceBridge, VoiceRequestError
 from assistant.service.wire import Wire
 from assistant.settings import Settings
+from assistant.tasks.approvals import ApprovalError
 from assistant.tasks.heartbeat import Heartbeat, HeartbeatActions
 from assistant.tasks.manager import TaskError
 from assistant.tasks.records import TaskRecord
@@ -518,7 +523,7 @@ class AssistantService:
                     self._starting = asyncio.create_task(self._start_llm())
             case GetTasks():
                 client.send(Tasks(work=self.work(), tasks=self._task_rows()))
-            case Delegate() | CancelTask() | ResumeTask():
+            case Delegate() | CancelTask() | ResumeTask() | AnswerApproval():
                 self._task_request(client, request)
             case Tick():
                 if self.heartbeat is not None:
@@ -742,10 +747,18 @@ class AssistantService:
             text = f"tasks interrupted by the restart, resumable: {names}"
             self._broadcast(Notice(text=text, level="warning"))
             self.queue.put_nowait(Note(MemoryChanged(text)))
+        asked = self._from_thread(self._approval_asked)
+        self.host.approvals.on_asked = lambda task_id, request: asked(
+            approval_row(task_id, request)
+        )
         self.heartbeat = Heartbeat(
             reminders,
             tasks.store,
-            HeartbeatActions(remind=self._from_thread(self._remind), reflect=self.host.after_turn),
+            HeartbeatActions(
+                remind=self._from_thread(self._remind),
+                reflect=self.host.after_turn,
+                waiting=lambda records: self._ask_again(),
+            ),
             timedelta(minutes=self.settings.tasks.heartbeat_minutes),
             local_now,
         )
@@ -784,6 +797,12 @@ class AssistantService:
                 announcement=text,
             )
         )
+        self._say_aloud(text)
+        self.queue.put_nowait(Note(ReminderDue(text)))
+
+    def _say_aloud(self, text: str) -> None:
+        """Speak a notice when voice is on and no reply is being spoken (the user may be
+        away from the screen)."""
         loop = self.voice.loop if self.voice is not None else None
         if (
             loop is not None
@@ -793,9 +812,32 @@ class AssistantService:
             speech = loop.speak()
             speech.feed(text)
             speech.finish()
-        self.queue.put_nowait(Note(ReminderDue(text)))
 
-    def _task_request(self, client: Client, request: Delegate | CancelTask | ResumeTask) -> None:
+    def _approval_asked(self, approval: object) -> None:
+        """A task waits for the user to allow a call: every client is asked, and a user
+        away from the screen hears that it waits."""
+        if not isinstance(approval, ApprovalRow):
+            return
+        log.info("task %s asks to run %s", approval.task_id, approval.tool)
+        self._broadcast(ApprovalAsked(approval=approval))
+        self._say_aloud(f"A task needs your permission to run {approval.tool.replace('__', ' ')}.")
+
+    def _ask_again(self) -> None:
+        """At a heartbeat, the questions still unanswered go out again (from the tick's
+        thread), so a window opened since shows them."""
+        asked = self._from_thread(
+            lambda approval: (
+                self._broadcast(ApprovalAsked(approval=approval))
+                if isinstance(approval, ApprovalRow)
+                else None
+            )
+        )
+        for task_id, request in self.host.approvals.pending():
+            asked(approval_row(task_id, request))
+
+    def _task_request(
+        self, client: Client, request: Delegate | CancelTask | ResumeTask | AnswerApproval
+    ) -> None:
         tasks = self.host.tasks
         if tasks is None:
             client.send(Failed(ref=request.ref, text=f"tasks are not available: {self.state_text}"))
@@ -808,10 +850,28 @@ class AssistantService:
                     record = tasks.cancel(request.id)
                 case ResumeTask():
                     record = tasks.resume(request.id, requested_by=client.name)
-        except (TaskError, OSError) as error:
+                case AnswerApproval():
+                    record = self._answer(request)
+        except (TaskError, ApprovalError, OSError) as error:
             client.send(Failed(ref=request.ref, text=one_line(error)))
             return
         client.send(TaskAccepted(ref=request.ref, task=task_row(record)))
+
+    def _answer(self, request: AnswerApproval) -> TaskRecord:
+        """Allow or refuse a waiting task's call, named by the question's id or the task's."""
+        assert self.host.tasks is not None
+        pending = self.host.approvals.pending()
+        approval = next((a for t, a in pending if request.id in (a.id, t)), None)
+        if approval is None:
+            raise ApprovalError(f"nothing is waiting for an answer under {request.id}")
+        task_id = self.host.approvals.answer(approval.id, request.allow)
+        log.info(
+            "task %s: %s %s", task_id, approval.tool, "allowed" if request.allow else "refused"
+        )
+        record = self.host.tasks.store.get(task_id)
+        if record is None:
+            raise TaskError(f"no task {task_id}")
+        return record
 
     def _task_rows(self) -> list[TaskRow]:
         if self.host.tasks is None:

@@ -16,7 +16,14 @@ from assistant.config import LoadedConfig
 from assistant.service.client import ServiceClient, ServiceError, ServiceNotRunning
 from assistant.service.memory_wire import Failed
 from assistant.service.protocol import GetTasks, Tasks
-from assistant.service.task_wire import CancelTask, Delegate, TaskAccepted, TaskRow, task_row
+from assistant.service.task_wire import (
+    AnswerApproval,
+    CancelTask,
+    Delegate,
+    TaskAccepted,
+    TaskRow,
+    task_row,
+)
 from assistant.service.terminal import EXIT_FAILURE, tell
 from assistant.tasks.store import TaskStore
 
@@ -91,6 +98,15 @@ def _write_tasks(rows: list[TaskRow], out: TextIO) -> None:
         outcome = row.result if row.status == "done" else row.reason
         if where or outcome:
             out.write(f"    {_clip(where or outcome or '')}\n")
+        if row.waiting_for is not None:
+            out.write(f"    {_asking(row)}\n")
+
+
+def _asking(row: TaskRow) -> str:
+    assert row.waiting_for is not None
+    return (
+        f"asks: {_clip(row.waiting_for.question)} (brain tasks --allow {row.id} / --deny {row.id})"
+    )
 
 
 async def _ask_tasks(client: ServiceClient) -> Tasks | None:
@@ -104,6 +120,30 @@ async def _ask_tasks(client: ServiceClient) -> Tasks | None:
 async def cancel(
     loaded: LoadedConfig, task_id: str, out: TextIO = sys.stdout, err: TextIO = sys.stderr
 ) -> int:
+    request = CancelTask(ref=uuid.uuid4().hex, id=task_id)
+    return await _task_request(loaded, request, f"task {task_id}: cancelling", out, err)
+
+
+async def answer_approval(
+    loaded: LoadedConfig,
+    approval_id: str,
+    allow: bool,
+    out: TextIO = sys.stdout,
+    err: TextIO = sys.stderr,
+) -> int:
+    """Allow or refuse the call a waiting task asked about (its question's id or the task's)."""
+    request = AnswerApproval(ref=uuid.uuid4().hex, id=approval_id, allow=allow)
+    done = f"{approval_id}: {'allowed' if allow else 'refused'}"
+    return await _task_request(loaded, request, done, out, err)
+
+
+async def _task_request(
+    loaded: LoadedConfig,
+    request: CancelTask | AnswerApproval,
+    done: str,
+    out: TextIO,
+    err: TextIO,
+) -> int:
     try:
         client = await ServiceClient.connect(loaded, "tasks", start=False)
     except ServiceNotRunning:
@@ -112,13 +152,12 @@ async def cancel(
     except ServiceError as error:
         tell(err, str(error))
         return EXIT_FAILURE
-    ref = uuid.uuid4().hex
     code = EXIT_FAILURE
     try:
-        await client.send(CancelTask(ref=ref, id=task_id))
-        answer = await _answer(client, ref)
+        await client.send(request)
+        answer = await _answer(client, request.ref)
         if isinstance(answer, TaskAccepted):
-            out.write(f"task {task_id}: cancelling\n")
+            out.write(done + "\n")
             code = 0
         elif answer is not None:
             tell(err, answer.text)
@@ -190,6 +229,8 @@ async def _follow(client: ServiceClient, task_id: str, out: TextIO, err: TextIO)
             if row.status in ("done", "failed", "cancelled"):
                 return row
             line = f"  {row.status}: {row.current_step}" if row.current_step else f"  {row.status}"
+            if row.waiting_for is not None:
+                line += f"\n  {_asking(row)}"
             if line != shown:
                 out.write(line + "\n")
                 out.flush()

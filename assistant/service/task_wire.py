@@ -1,16 +1,18 @@
 """The protocol's task messages: delegated tasks as clients show them, and the requests that
 start, cancel or resume one or make the heartbeat tick. Each request carries the client's
 ``ref``; the answer (``TaskAccepted``, or ``Failed``) echoes it and goes to that client alone.
-Fired reminders go to every client.
+Fired reminders and the questions of tasks waiting for the user's permission go to every
+client.
 """
 
 from __future__ import annotations
 
+import json
 from datetime import datetime
 from typing import Literal
 
 from assistant.service.wire import UserText, Wire
-from assistant.tasks.records import SubGoalStatus, TaskRecord, TaskStatus
+from assistant.tasks.records import ApprovalRequest, SubGoalStatus, TaskRecord, TaskStatus
 
 # Client to service
 
@@ -37,6 +39,16 @@ class ResumeTask(Wire):
     id: str
 
 
+class AnswerApproval(Wire):
+    """Allow or refuse the tool call a waiting task asked about (``id``: the question's id,
+    or the waiting task's)."""
+
+    type: Literal["answer_approval"] = "answer_approval"
+    ref: str
+    id: str
+    allow: bool
+
+
 class Tick(Wire):
     """Make the heartbeat tick now."""
 
@@ -59,6 +71,16 @@ class StepRow(Wire):
     failed: bool
 
 
+class ApprovalRow(Wire):
+    id: str
+    task_id: str
+    tool: str
+    # The call's arguments as JSON text (shown to the user as they are).
+    arguments: str
+    question: str
+    asked_at: datetime
+
+
 class TaskRow(Wire):
     id: str
     goal: str
@@ -74,6 +96,7 @@ class TaskRow(Wire):
     elapsed_s: float
     llm_calls: int
     tokens: int
+    waiting_for: ApprovalRow | None = None
 
 
 class TaskAccepted(Wire):
@@ -92,6 +115,25 @@ class ReminderFired(Wire):
     # Set when it fired late (the app was not running at its time): the announcement says so.
     late: bool
     announcement: str
+
+
+class ApprovalAsked(Wire):
+    """A task waits for the user to allow a call that acts outside the memory store (sent
+    when it asks, and again at each heartbeat while it waits)."""
+
+    type: Literal["approval_asked"] = "approval_asked"
+    approval: ApprovalRow
+
+
+def approval_row(task_id: str, request: ApprovalRequest) -> ApprovalRow:
+    return ApprovalRow(
+        id=request.id,
+        task_id=task_id,
+        tool=request.tool,
+        arguments=json.dumps(request.arguments, ensure_ascii=False),
+        question=request.question,
+        asked_at=request.asked_at,
+    )
 
 
 def task_row(record: TaskRecord) -> TaskRow:
@@ -113,4 +155,7 @@ def task_row(record: TaskRecord) -> TaskRow:
         elapsed_s=round(record.elapsed_s(), 1),
         llm_calls=record.cost.llm_calls,
         tokens=record.cost.tokens,
+        waiting_for=(
+            approval_row(record.id, record.waiting_for) if record.waiting_for is not None else None
+        ),
     )

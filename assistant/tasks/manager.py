@@ -158,13 +158,7 @@ class TaskManager:
                 self._running[task_id] = agent
             work = asyncio.ensure_future(asyncio.to_thread(agent.run))
             try:
-                budget = self.limits.budget.seconds
-                # The sub-agent checks its time between steps; this also ends a step stuck in
-                # a request (a cancelled request ends at once).
-                done, _ = await asyncio.wait({work}, timeout=budget + STOP_GRACE_S)
-                if not done:
-                    agent.stop(f"the time budget ({budget:.0f} s) was spent")
-                await asyncio.gather(work, return_exceptions=True)
+                await self._watch(agent, work)
                 if work.exception() is not None:  # a bug must not leave it "running"
                     error = work.exception()
                     log.error("task %s failed", task_id, exc_info=error)
@@ -186,6 +180,19 @@ class TaskManager:
         final = self.store.get(task_id)
         if final is not None and final.finished:
             self._finished(final)
+
+    async def _watch(self, agent: SubAgent, work: asyncio.Future[TaskRecord]) -> None:
+        """Wait for the sub-agent to end. It checks its time between steps; this also ends a
+        step stuck in a request (a cancelled request ends at once). Time spent waiting for
+        the user to allow a call does not count."""
+        budget = self.limits.budget.seconds
+        while not work.done():
+            left = budget + STOP_GRACE_S - agent.active_s()
+            if left <= 0:
+                agent.stop(f"the time budget ({budget:.0f} s) was spent")
+                break
+            await asyncio.wait({work}, timeout=left)
+        await asyncio.gather(work, return_exceptions=True)
 
     def _finished(self, record: TaskRecord) -> None:
         log.info("task %s %s", record.id, record.status)

@@ -36,6 +36,17 @@ class TaskStep(Model):
     at: datetime = Field(default_factory=utc_now)
 
 
+class ApprovalRequest(Model):
+    """A tool call that acts outside the memory store, put to the user before it runs."""
+
+    id: str
+    tool: str
+    arguments: dict[str, Any]
+    # What the user is asked, in words (the tool, what it does, its arguments).
+    question: str
+    asked_at: datetime = Field(default_factory=utc_now)
+
+
 class TaskCost(Model):
     """What the task has used so far. Tokens are estimated from the text sent and received
     (streamed replies carry no usage counts); seconds are wall-clock time while running."""
@@ -70,6 +81,8 @@ class TaskRecord(Model):
     cost: TaskCost = Field(default_factory=TaskCost)
     # The master agent has been told that it finished.
     reported: bool = False
+    # Set while the task waits for the user to allow a tool call.
+    waiting_for: ApprovalRequest | None = None
 
     @property
     def finished(self) -> bool:
@@ -97,3 +110,7 @@ class TaskRecord(Model):
 
 def new_task_id() -> str:
     return "t-" + secrets.token_hex(3)
+
+
+def new_approval_id() -> str:
+    return "a-" + secrets.token_hex(3)

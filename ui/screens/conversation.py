@@ -47,9 +47,10 @@ from assistant.service.protocol import (
     VoiceTimings,
     Welcome,
 )
-from assistant.service.task_wire import ReminderFired
+from assistant.service.task_wire import ApprovalAsked, ReminderFired
 from assistant.service.wire import Wire
 from ui.link import ServiceLink
+from ui.screens.approval import Questions
 from ui.screens.first_run import FirstRunScreen
 from ui.widgets.chat import ChatLog, MessageView
 from ui.widgets.memory_status import MemoryStatus
@@ -93,10 +94,11 @@ RECALL = [
 class ConversationScreen(Screen[None]):
     BINDINGS: ClassVar[list[BindingType]] = [*KEYS, *RECALL]
 
-    def __init__(self, loaded: LoadedConfig, link: ServiceLink) -> None:
+    def __init__(self, loaded: LoadedConfig, link: ServiceLink, questions: Questions) -> None:
         super().__init__()
         self.loaded = loaded
         self.link = link
+        self.questions = questions
         self.client: ServiceClient | None = None
         self.state: ServiceState | None = None
         self.state_text = "connecting to the Brain OS service…"
@@ -225,6 +227,11 @@ class ConversationScreen(Screen[None]):
             case ReminderFired():
                 chat.add("aside", f"⏰ {update.announcement}")
                 self.notify(update.announcement, title="Reminder", timeout=30)
+            case ApprovalAsked():
+                approval = update.approval
+                if approval.id not in self.questions.showing:
+                    chat.add("aside", f"🔐 task {approval.task_id} asks to run {approval.tool}")
+                self.questions.ask(approval)
             case Voice():
                 self._voice(update)
             case Notice():

@@ -1,7 +1,8 @@
 """The tasks pane: delegated tasks (status, current step, elapsed time, their plan and steps,
 the result of a finished one) and the service's own work (the reply being written, turns
 waiting, memories to rate), refreshed every second. A goal typed at the bottom is delegated
-to a sub-agent; Ctrl+X cancels the selected task, Ctrl+R runs an interrupted one again."""
+to a sub-agent; Ctrl+X cancels the selected task, Ctrl+R runs an interrupted one again, Ctrl+Y
+answers the question of one that waits for the user's permission."""
 
 from __future__ import annotations
 
@@ -18,6 +19,7 @@ from textual.widgets import DataTable, Footer, Header, Input, Label, Static
 from assistant.service.protocol import Cancel, GetTasks, Tasks
 from assistant.service.task_wire import CancelTask, Delegate, ResumeTask, TaskAccepted, TaskRow
 from ui.link import LinkError, ServiceLink
+from ui.screens.approval import Questions
 
 REFRESH_S = 1.0
 STEPS_SHOWN = 8
@@ -31,12 +33,14 @@ class TasksScreen(Screen[None]):
         Binding("escape", "app.pop_screen", "Back"),
         Binding("ctrl+x", "cancel_task", "Cancel task"),
         Binding("ctrl+r", "resume_task", "Run again"),
+        Binding("ctrl+y", "answer", "Answer its question"),
         Binding("ctrl+k", "stop_reply", "Stop the reply"),
     ]
 
-    def __init__(self, link: ServiceLink) -> None:
+    def __init__(self, link: ServiceLink, questions: Questions) -> None:
         super().__init__()
         self.link = link
+        self.questions = questions
         self.latest: Tasks | None = None
         self.selected: str | None = None
 
@@ -141,6 +145,13 @@ class TasksScreen(Screen[None]):
         self.notify(f"Cancelling task {row.id}.")
         await self.ask()
 
+    def action_answer(self) -> None:
+        row = self._row()
+        if row is None or row.waiting_for is None:
+            self.notify("Select a task that waits for your permission.")
+            return
+        self.questions.ask(row.waiting_for)
+
     async def action_resume_task(self) -> None:
         row = self._row()
         if row is None or not row.resumable:
@@ -174,6 +185,9 @@ def describe(row: TaskRow | None) -> Text:
     if row.current_step:
         text.append(f" · {row.current_step}")
     text.append(f" · {row.elapsed_s:.0f} s · {row.llm_calls} LLM calls · ~{row.tokens:,} tokens\n")
+    if row.waiting_for is not None:
+        text.append("Asks: ", style="bold yellow")
+        text.append(f"{row.waiting_for.question} (Ctrl+Y to answer)\n", style="yellow")
     if row.result:
         text.append("Result: ", style="bold")
         text.append(f"{row.result}\n")
