@@ -40,6 +40,7 @@ class ScriptedSteps:
     def __init__(self, *replies: Reply) -> None:
         self.replies = list(replies)
         self.requests: list[list[Message]] = []
+        self.schemas: list[dict[str, Any]] = []
 
     def complete_json(
         self,
@@ -51,6 +52,7 @@ class ScriptedSteps:
         cancel: threading.Event | None = None,
     ) -> dict[str, Any]:
         self.requests.append(list(messages))
+        self.schemas.append(schema)
         reply = self.replies[min(len(self.requests), len(self.replies)) - 1]
         if isinstance(reply, Exception):
             raise reply

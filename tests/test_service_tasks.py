@@ -26,6 +26,7 @@ from assistant.service.task_terminal import tasks as list_tasks
 from assistant.service.task_wire import (
     AnswerApproval,
     ApprovalAsked,
+    ApprovalSettled,
     CancelTask,
     Delegate,
     ReminderFired,
@@ -206,8 +207,18 @@ async def test_a_call_outside_memory_waits_for_the_users_answer_through_the_serv
     assert await list_tasks(loaded, False, out, err) == 0
     assert f"brain tasks --allow {row.id}" in out.getvalue()
 
-    # Refused from the command line, by the task's id: nothing is written.
+    # A window that opens meanwhile is asked too.
+    late = await ServiceClient.connect(loaded, "tui", start=False)
+    again = (await until(late, lambda u: isinstance(u, ApprovalAsked)))[-1]
+    assert isinstance(again, ApprovalAsked) and again.approval == approval
+    await late.close()
+
+    # Refused from the command line, by the task's id: nothing is written, and every window
+    # hears that the question is settled.
     assert await answer_approval(loaded, row.id, False, out, err) == 0, err.getvalue()
+    settled = (await until(client, lambda u: isinstance(u, ApprovalSettled)))[-1]
+    assert isinstance(settled, ApprovalSettled) and settled.id == approval.id
+    assert settled.allowed is False
     told = (await until(client, lambda u: isinstance(u, ReplyEnd) and "task" in u.text))[-1]
     assert isinstance(told, ReplyEnd)
     assert not (sandbox / "list.txt").exists()
@@ -249,4 +260,18 @@ async def test_the_question_pops_up_in_the_tui_and_is_answered_there(
         await pilot.press("y")
         await wait_for(lambda: (sandbox / "list.txt").exists(), 30)
         await wait_for(lambda: pane.latest.tasks[0].status == "done", 30)  # type: ignore[union-attr]
+        # Ctrl+X cancels a waiting task, though the goal box (an Input: Ctrl+X cuts) has focus.
+        await pilot.press(*"Write my shopping list to a file once more", "enter")
+        await wait_for(lambda: isinstance(app.screen, ApprovalScreen), 60)
+        await pilot.press("escape")
+        await wait_for(lambda: pane.latest.tasks[0].status == "waiting", 10)  # type: ignore[union-attr]
+        await pilot.press("ctrl+x")
+        await wait_for(lambda: pane.latest.tasks[0].status == "cancelled", 10)  # type: ignore[union-attr]
+        # Answered elsewhere: the dialog closes by itself.
+        await pilot.press(*"Write my shopping list to a file at last", "enter")
+        await wait_for(lambda: isinstance(app.screen, ApprovalScreen), 60)
+        asking = app.screen
+        assert isinstance(asking, ApprovalScreen)
+        await answer_approval(loaded, asking.approval.id, False, io.StringIO(), io.StringIO())
+        await wait_for(lambda: app.screen is pane, 10)
         await pilot.press("ctrl+q")

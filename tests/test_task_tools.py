@@ -5,6 +5,7 @@ here (what it asks for is the point); test_tasks_real.py runs the real one."""
 
 from __future__ import annotations
 
+import json
 import sys
 import threading
 import time
@@ -233,6 +234,9 @@ def test_a_refused_call_does_nothing_and_is_not_asked_again(
     assert refused.failed and "did not allow" in refused.result
     assert repeated.failed and "already did this" in repeated.result
     assert len(approvals.asked) == 1
+    # After a refusal the next step may not ask for another outside call either.
+    offered = [json.dumps(schema) for schema in llm.schemas]
+    assert "files__add" in offered[0] and "files__add" not in offered[1]
 
 
 def test_cancelling_a_task_that_waits_for_the_user_stops_it_at_once(

@@ -33,6 +33,7 @@ from assistant.service.memory_wire import (
 from assistant.service.task_wire import (
     AnswerApproval,
     ApprovalAsked,
+    ApprovalSettled,
     CancelTask,
     Delegate,
     ReminderFired,
@@ -336,6 +337,7 @@ Update = Annotated[
     | TaskAccepted
     | ReminderFired
     | ApprovalAsked
+    | ApprovalSettled
     | Failed,
     Field(discriminator="type"),
 ]

@@ -98,6 +98,7 @@ from assistant.service.task_wire import (
     AnswerApproval,
     ApprovalAsked,
     ApprovalRow,
+    ApprovalSettled,
     CancelTask,
     Delegate,
     ReminderFired,
@@ -447,6 +448,9 @@ class AssistantService:
             self.clients.append(client)
             self._ever_connected = True
             client.send(self._welcome())
+            # A question a task waits on is put to a window that opens meanwhile.
+            for task_id, question in self.host.approvals.pending():
+                client.send(ApprovalAsked(approval=approval_row(task_id, question)))
             log.info("%s attached (%d attached)", client.name, len(self.clients))
             while line := await reader.readline():
                 try:
@@ -751,6 +755,10 @@ class AssistantService:
         self.host.approvals.on_asked = lambda task_id, request: asked(
             approval_row(task_id, request)
         )
+        settled = self._from_thread(self._broadcast_settled)
+        self.host.approvals.on_settled = lambda task, request, allowed: settled(
+            ApprovalSettled(id=request.id, task_id=task, tool=request.tool, allowed=allowed)
+        )
         self.heartbeat = Heartbeat(
             reminders,
             tasks.store,
@@ -821,6 +829,10 @@ class AssistantService:
         log.info("task %s asks to run %s", approval.task_id, approval.tool)
         self._broadcast(ApprovalAsked(approval=approval))
         self._say_aloud(f"A task needs your permission to run {approval.tool.replace('__', ' ')}.")
+
+    def _broadcast_settled(self, settled: object) -> None:
+        if isinstance(settled, ApprovalSettled):
+            self._broadcast(settled)
 
     def _ask_again(self) -> None:
         """At a heartbeat, the questions still unanswered go out again (from the tick's

@@ -125,6 +125,18 @@ class ApprovalAsked(Wire):
     approval: ApprovalRow
 
 
+class ApprovalSettled(Wire):
+    """A question is answered (by some client) or withdrawn (its task was cancelled): windows
+    still showing it close it."""
+
+    type: Literal["approval_settled"] = "approval_settled"
+    id: str
+    task_id: str
+    tool: str
+    # None: withdrawn, nobody answered.
+    allowed: bool | None
+
+
 def approval_row(task_id: str, request: ApprovalRequest) -> ApprovalRow:
     return ApprovalRow(
         id=request.id,

@@ -29,12 +29,19 @@ class _Waiting:
     allowed: bool = False
 
 
+Settled = Callable[[str, ApprovalRequest, bool | None], None]
+
+
 class Approvals:
     def __init__(
-        self, on_asked: Callable[[str, ApprovalRequest], None] = lambda task_id, request: None
+        self,
+        on_asked: Callable[[str, ApprovalRequest], None] = lambda task_id, request: None,
+        on_settled: Settled = lambda task_id, request, allowed: None,
     ) -> None:
-        # Told of every new question (the service shows it to every client).
+        # Told of every new question (the service shows it to every client), and of its end:
+        # allowed, refused, or None when the task stopped waiting (cancelled).
         self.on_asked = on_asked
+        self.on_settled = on_settled
         self._waiting: dict[str, _Waiting] = {}
         self._lock = threading.Lock()
 
@@ -43,15 +50,18 @@ class Approvals:
         waiting = _Waiting(task_id, request)
         with self._lock:
             self._waiting[request.id] = waiting
+        outcome: bool | None = None
         try:
             self.on_asked(task_id, request)
             while not waiting.answered.wait(CANCEL_POLL_S):
                 if cancel.is_set():
                     return None
-            return waiting.allowed
+            outcome = waiting.allowed
+            return outcome
         finally:
             with self._lock:
                 self._waiting.pop(request.id, None)
+            self.on_settled(task_id, request, outcome)
 
     def answer(self, request_id: str, allow: bool) -> str:
         """Answer a question; returns the id of the task that asked it."""

@@ -314,7 +314,9 @@ class SubAgent:
                     "Do the next thing your plan needs, or call finish if it is done"
                 )
             if tool.confirm and not self._allowed(tool, arguments, number):
-                self._narrowed.add(action.tool)
+                # Nor another outside call straight after: a small model otherwise goes
+                # through the server's tools one refusal at a time.
+                self._narrowed.update(t.name for t in self.tools if t.confirm)
                 raise PermissionError(
                     "the user did not allow this call, so nothing was done. Do not ask for it "
                     "again: go on without it, or finish with what you have"

@@ -39,7 +39,7 @@ class ApprovalScreen(ModalScreen[bool | None]):
             yield Static(approval.question, id="approval-question")
             yield Label(f"{approval.tool}", id="approval-tool")
             yield Static(approval.arguments, id="approval-arguments", markup=False)
-            yield Label(
+            yield Static(
                 "Nothing runs unless you allow it. Text in a memory or a document cannot "
                 "answer for you.",
                 id="approval-hint",
@@ -69,16 +69,23 @@ class Questions:
     def __init__(self, app: App[None], link: ServiceLink) -> None:
         self.app = app
         self.link = link
-        self.showing: set[str] = set()
+        self.showing: dict[str, ApprovalScreen] = {}
 
     def ask(self, approval: ApprovalRow) -> None:
         if approval.id in self.showing:
             return
-        self.showing.add(approval.id)
-        self.app.push_screen(ApprovalScreen(approval), partial(self._answered, approval))
+        screen = ApprovalScreen(approval)
+        self.showing[approval.id] = screen
+        self.app.push_screen(screen, partial(self._answered, approval))
+
+    def settled(self, approval_id: str) -> None:
+        """Answered elsewhere (another window, ``brain tasks``) or withdrawn: close it."""
+        screen = self.showing.get(approval_id)
+        if screen is not None and self.app.screen is screen:
+            screen.dismiss(None)
 
     async def _answered(self, approval: ApprovalRow, allow: bool | None) -> None:
-        self.showing.discard(approval.id)
+        self.showing.pop(approval.id, None)
         if allow is None:
             return
         request = AnswerApproval(ref="", id=approval.id, allow=allow)

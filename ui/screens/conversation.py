@@ -47,7 +47,7 @@ from assistant.service.protocol import (
     VoiceTimings,
     Welcome,
 )
-from assistant.service.task_wire import ApprovalAsked, ReminderFired
+from assistant.service.task_wire import ApprovalAsked, ApprovalSettled, ReminderFired
 from assistant.service.wire import Wire
 from ui.link import ServiceLink
 from ui.screens.approval import Questions
@@ -232,6 +232,10 @@ class ConversationScreen(Screen[None]):
                 if approval.id not in self.questions.showing:
                     chat.add("aside", f"🔐 task {approval.task_id} asks to run {approval.tool}")
                 self.questions.ask(approval)
+            case ApprovalSettled():
+                said = {True: "allowed", False: "refused", None: "withdrawn"}[update.allowed]
+                chat.add("aside", f"🔐 {update.tool} for task {update.task_id}: {said}")
+                self.questions.settled(update.id)
             case Voice():
                 self._voice(update)
             case Notice():

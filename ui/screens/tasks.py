@@ -31,10 +31,11 @@ class TasksScreen(Screen[None]):
     AUTO_FOCUS = "#task-goal"
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("escape", "app.pop_screen", "Back"),
-        Binding("ctrl+x", "cancel_task", "Cancel task"),
+        # Priority: the goal box has the focus, and an Input takes Ctrl+X (cut) and Ctrl+K.
+        Binding("ctrl+x", "cancel_task", "Cancel task", priority=True),
         Binding("ctrl+r", "resume_task", "Run again"),
         Binding("ctrl+y", "answer", "Answer its question"),
-        Binding("ctrl+k", "stop_reply", "Stop the reply"),
+        Binding("ctrl+k", "stop_reply", "Stop the reply", priority=True),
     ]
 
     def __init__(self, link: ServiceLink, questions: Questions) -> None:
