@@ -186,6 +186,11 @@ class TasksSettings(Section):
         description="How often the heartbeat checks what is due (reminders fire at their "
         "time regardless).",
     )
+    day_plan: bool = Field(
+        True,
+        description="Keep a plan of your day (plan memories, F3), made and revised in the "
+        "background from what you said about your goals and agenda.",
+    )
     allowed_paths: list[Path] = Field(
         default_factory=list,
         description="Files and folders sub-agents may read into archival storage (text, "

@@ -46,6 +46,8 @@ def make_loaded(
         "cache_dir": str(cache_dir),
         # The speech loop loads Whisper and Piper: only the tests of voice turn it on.
         "voice.enabled": "false",
+        # The day plan asks the LLM in the background from the start: its own tests turn it on.
+        "tasks.day_plan": "false",
         **flags,
     }
     config_file = data_dir.parent / "config.toml"

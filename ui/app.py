@@ -15,11 +15,12 @@ from ui.link import ServiceLink
 from ui.screens.approval import Questions
 from ui.screens.conversation import ConversationScreen
 from ui.screens.memory import MemoryScreen
+from ui.screens.plans import PlansScreen
 from ui.screens.tasks import TasksScreen
 
 PANES = [
     Binding("f2", "memory", "Memory", tooltip="Review, search and edit every memory"),
-    Binding("f3", "plans", "Plans", tooltip="The agent's plans (plan memories)"),
+    Binding("f3", "plans", "Plans", tooltip="The day plan and other plans (plan memories)"),
     Binding("f4", "tasks", "Tasks", tooltip="What the service is working on"),
 ]
 
@@ -42,7 +43,7 @@ class BrainApp(App[None]):
         # The memory panes stay alive when closed: opening one again shows its last page at
         # once and refreshes it (benchmarks/memory_screen.py).
         self.install_screen(MemoryScreen(self.link), "memory")
-        self.install_screen(MemoryScreen(self.link, kinds=("plan",), title="Plans"), "plans")
+        self.install_screen(PlansScreen(self.link), "plans")
         self.push_screen(self.conversation)
 
     def get_system_commands(self, screen: Screen[Any]) -> Iterable[SystemCommand]:

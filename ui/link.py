@@ -25,13 +25,13 @@ from assistant.service.memory_wire import (
     MemoryStats,
 )
 from assistant.service.protocol import Tasks, Update
-from assistant.service.task_wire import TaskAccepted
+from assistant.service.task_wire import PlanDone, TaskAccepted
 from assistant.service.wire import Wire
 
 # How long a request waits for its answer (a search at a million memories takes ~0.3 s).
 ANSWER_TIMEOUT_S = 30.0
 
-Answer = MemoryPage | MemoryDetail | MemoryDone | CoreBlocks | TaskAccepted
+Answer = MemoryPage | MemoryDetail | MemoryDone | CoreBlocks | TaskAccepted | PlanDone
 A = TypeVar("A", bound=Answer)
 
 
@@ -58,7 +58,7 @@ class ServiceLink:
         except ServiceError as error:
             raise LinkError(str(error)) from None
 
-    async def ask(self, request: Wire, expected: type[A]) -> A:
+    async def ask(self, request: Wire, expected: type[A], timeout_s: float = ANSWER_TIMEOUT_S) -> A:
         """Send ``request`` (which has a ``ref``, filled in here) and wait for its answer."""
         client = self.client
         if client is None:
@@ -68,11 +68,11 @@ class ServiceLink:
         self._waiting[ref] = waiting
         try:
             await client.send(request.model_copy(update={"ref": ref}))
-            answer = await asyncio.wait_for(waiting, ANSWER_TIMEOUT_S)
+            answer = await asyncio.wait_for(waiting, timeout_s)
         except ServiceError as error:
             raise LinkError(str(error)) from None
         except TimeoutError:
-            raise LinkError(f"the service did not answer in {ANSWER_TIMEOUT_S:.0f} s") from None
+            raise LinkError(f"the service did not answer in {timeout_s:.0f} s") from None
         finally:
             self._waiting.pop(ref, None)
         if isinstance(answer, Failed):
@@ -90,6 +90,7 @@ class ServiceLink:
                 | MemoryDone()
                 | CoreBlocks()
                 | TaskAccepted()
+                | PlanDone()
                 | Failed()
             ):
                 waiting = self._waiting.get(update.ref)

@@ -10,6 +10,7 @@ import logging
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass
+from datetime import datetime
 
 from assistant.agent.agent import Agent, Turn
 from assistant.agent.core_memory import CoreMemoryError
@@ -26,6 +27,7 @@ from assistant.parts import load_embedder
 from assistant.settings import Settings
 from assistant.tasks.agent_tools import background_tools
 from assistant.tasks.approvals import Approvals
+from assistant.tasks.day_plan import DayPlanner
 from assistant.tasks.manager import TaskLimits, TaskManager
 from assistant.tasks.records import TaskRecord
 from assistant.tasks.reminders import ReminderStore, local_now
@@ -81,6 +83,7 @@ class AgentHost:
         self.reflection: ReflectionWorker | None = None
         self.tasks: TaskManager | None = None
         self.reminders: ReminderStore | None = None
+        self.planner: DayPlanner | None = None
         # Told when a task ends and when a reminder is added (set by the service).
         self.on_task_finished: Callable[[TaskRecord], None] = lambda record: None
         self.on_reminder_added: Callable[[], None] = lambda: None
@@ -115,6 +118,13 @@ class AgentHost:
                 ),
                 on_finished=lambda record: self.on_task_finished(record),
             )
+            self.planner = DayPlanner(
+                self.stores.stream,
+                BackgroundLLM(self.background, self.gate),
+                local_now,
+                about_user=lambda: self.stores.core.blocks["human"].value if self.stores else "",
+                context=self._day_context,
+            )
             extra = background_tools(
                 self.tasks, self.reminders, local_now, lambda: self.on_reminder_added()
             )
@@ -122,6 +132,39 @@ class AgentHost:
                 self.settings, self.llm, self.stores, self.gate, tools=(*TOOLS, *extra)
             )
         return self.agent
+
+    def plan(self, reason: str | None = None) -> None:
+        """Run the day planning that is due in the background; ``reason``: something changed
+        that the rest of today's plan should take in."""
+        if self.planner is None or not self.settings.tasks.day_plan:
+            return
+        if reason:
+            self.planner.changed(reason)
+        self.planner.poke()
+
+    def heard(self, text: str) -> None:
+        """The user's words: re-plan if they name a time today."""
+        if self.planner is not None and self.settings.tasks.day_plan:
+            self.planner.heard(text)
+            self.planner.poke()
+
+    def _day_context(self, now: datetime) -> list[str]:
+        """Besides memories, what the day plan is made around: today's reminders and the
+        tasks under way."""
+        lines = []
+        if self.reminders is not None:
+            lines += [
+                f"Reminder at {r.due_at.astimezone(now.tzinfo):%H:%M}: {r.text}"
+                for r in self.reminders.pending()
+                if r.due_at.astimezone(now.tzinfo).date() == now.date()
+            ]
+        if self.tasks is not None:
+            lines += [
+                f"Background task under way: {r.goal}"
+                for r in self.tasks.store.all()
+                if not r.finished
+            ]
+        return lines
 
     def _sub_agent(self, record: TaskRecord, cancel: threading.Event) -> SubAgent:
         assert self.stores is not None and self.reminders is not None and self.tasks is not None
@@ -233,6 +276,8 @@ class AgentHost:
     def close(self) -> None:
         if self.reflection is not None:
             self.reflection.close()
+        if self.planner is not None:
+            self.planner.close()
         if self.stores is not None:
             self.stores.stream.close()
         if self.runtime is not None:

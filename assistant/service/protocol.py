@@ -1,7 +1,8 @@
 """The service's wire protocol: one JSON object per line over the Unix socket, UTF-8.
 
 Version 5 (2 added the voice messages, 3 the memory messages of memory_wire.py, 4 the task
-messages of task_wire.py, 5 the questions of tasks waiting for the user's permission). A client's
+messages of task_wire.py, 5 the questions of tasks waiting for the user's permission and the
+day plan's requests). A client's
 first line is ``hello``; the service answers ``welcome`` with its state and the recent
 conversation. After that the client sends requests and the service sends updates to every
 client at once, so two windows show the same conversation. docs/SERVICE.md describes each message.
@@ -36,6 +37,8 @@ from assistant.service.task_wire import (
     ApprovalSettled,
     CancelTask,
     Delegate,
+    PlanDay,
+    PlanDone,
     ReminderFired,
     ResumeTask,
     TaskAccepted,
@@ -155,6 +158,7 @@ Request = Annotated[
     | CancelTask
     | ResumeTask
     | AnswerApproval
+    | PlanDay
     | Tick
     | CoreQuery
     | CoreEdit,
@@ -338,6 +342,7 @@ Update = Annotated[
     | ReminderFired
     | ApprovalAsked
     | ApprovalSettled
+    | PlanDone
     | Failed,
     Field(discriminator="type"),
 ]

@@ -101,6 +101,8 @@ from assistant.service.task_wire import (
     ApprovalSettled,
     CancelTask,
     Delegate,
+    PlanDay,
+    PlanDone,
     ReminderFired,
     ResumeTask,
     TaskAccepted,
@@ -113,6 +115,7 @@ from assistant.service.voice import VoiceBridge, VoiceRequestError
 from assistant.service.wire import Wire
 from assistant.settings import Settings
 from assistant.tasks.approvals import ApprovalError
+from assistant.tasks.day_plan import PlanError
 from assistant.tasks.heartbeat import Heartbeat, HeartbeatActions
 from assistant.tasks.manager import TaskError
 from assistant.tasks.records import TaskRecord
@@ -527,6 +530,10 @@ class AssistantService:
                     self._starting = asyncio.create_task(self._start_llm())
             case GetTasks():
                 client.send(Tasks(work=self.work(), tasks=self._task_rows()))
+            case PlanDay():
+                task = asyncio.create_task(self._plan_request(client, request))
+                self._requests.add(task)
+                task.add_done_callback(self._requests.discard)
             case Delegate() | CancelTask() | ResumeTask() | AnswerApproval():
                 self._task_request(client, request)
             case Tick():
@@ -657,6 +664,8 @@ class AssistantService:
         )
         if isinstance(job.event, TaskFinished) and self.host.tasks is not None:
             self.host.tasks.reported(job.event.task_id)
+        if job.event is None:
+            self.host.heard(say.text)
         self.host.after_turn()
         self._broadcast_stats()
 
@@ -714,6 +723,7 @@ class AssistantService:
             self._broadcast(MemoryChangedByUser(id=record_id, text=text))
             self._broadcast_stats()
             self.queue.put_nowait(Note(MemoryChanged(text)))
+            self.host.plan(f"the user {text}")
 
     async def _watch_memory(self) -> None:
         """Tell clients when the memory count or its background work changes (ratings done,
@@ -766,6 +776,7 @@ class AssistantService:
                 remind=self._from_thread(self._remind),
                 reflect=self.host.after_turn,
                 waiting=lambda records: self._ask_again(),
+                plan=self.host.plan,
             ),
             timedelta(minutes=self.settings.tasks.heartbeat_minutes),
             local_now,
@@ -784,6 +795,7 @@ class AssistantService:
             return
         self._turns += 1
         event = TaskFinished(record.id, record.summary())
+        self.host.plan(f"task {event.summary}")
         say = Say(text=f"[task {record.id} {record.status}]")
         job = QueuedTurn(self._turns, say, event=event)
         self.waiting.append(job)
@@ -868,6 +880,26 @@ class AssistantService:
             client.send(Failed(ref=request.ref, text=one_line(error)))
             return
         client.send(TaskAccepted(ref=request.ref, task=task_row(record)))
+
+    async def _plan_request(self, client: Client, request: PlanDay) -> None:
+        """Re-plan the day or break a chunk down, in a worker thread (an LLM call)."""
+        planner = self.host.planner
+        if planner is None:
+            client.send(Failed(ref=request.ref, text=f"no day plan yet: {self.state_text}"))
+            return
+        try:
+            if request.action == "replan":
+                text = await asyncio.to_thread(planner.replan, "the user asked for a new plan")
+            elif request.id is None:
+                raise PlanError("say which plan chunk to break down")
+            else:
+                text = await asyncio.to_thread(planner.break_down, request.id)
+        except (PlanError, *MEMORY_ERRORS) as error:
+            client.send(Failed(ref=request.ref, text=one_line(error)))
+            return
+        log.info("%s: %s", client.name, text)
+        client.send(PlanDone(ref=request.ref, text=text))
+        self._broadcast_stats()
 
     def _answer(self, request: AnswerApproval) -> TaskRecord:
         """Allow or refuse a waiting task's call, named by the question's id or the task's."""

@@ -49,6 +49,15 @@ class AnswerApproval(Wire):
     allow: bool
 
 
+class PlanDay(Wire):
+    """Re-plan the rest of today now, or break one plan chunk into finer ones (its ``id``)."""
+
+    type: Literal["plan_day"] = "plan_day"
+    ref: str
+    action: Literal["replan", "break_down"]
+    id: str | None = None
+
+
 class Tick(Wire):
     """Make the heartbeat tick now."""
 
@@ -105,6 +114,14 @@ class TaskAccepted(Wire):
     type: Literal["task_accepted"] = "task_accepted"
     ref: str
     task: TaskRow
+
+
+class PlanDone(Wire):
+    """The answer to ``plan_day``: what was done, in words."""
+
+    type: Literal["plan_done"] = "plan_done"
+    ref: str
+    text: str
 
 
 class ReminderFired(Wire):
