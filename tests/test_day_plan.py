@@ -169,6 +169,23 @@ def test_a_malformed_plan_stores_nothing_and_says_why(stream: MemoryStream, cloc
         planner.break_down(stream.add("User: hello", source="user").id)
 
 
+def test_overlapping_and_repeated_chunks_are_dropped(stream: MemoryStream, clock: Clock) -> None:
+    llm = ScriptedSteps(
+        chunks(
+            ("09:00", "12:00", "Work"),
+            ("11:00", "13:00", "Overlaps the work"),
+            ("13:00", "14:00", "Lunch"),
+            ("13:00", "14:00", "Lunch again"),
+            ("15:00", "14:00", "Ends before it starts"),
+        )
+    )
+    planner_for(stream, clock, llm).plan_day()
+    assert [t.split(": ", 1)[1] for t in texts(planner_for(stream, clock, llm))] == [
+        "Work",
+        "Lunch",
+    ]
+
+
 def test_the_schema_holds_the_model_to_five_to_eight_chunks(
     stream: MemoryStream, clock: Clock
 ) -> None:

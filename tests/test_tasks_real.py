@@ -7,6 +7,7 @@ held to the step schema, and cancelling abandons its request at once."""
 from __future__ import annotations
 
 import asyncio
+import itertools
 import sys
 import threading
 import time
@@ -20,6 +21,7 @@ from assistant.agent.session import open_stores
 from assistant.agent.tools import Stores
 from assistant.llm.client import LLMClient
 from assistant.settings import McpServerSettings
+from assistant.tasks.day_plan import DayPlanner
 from assistant.tasks.manager import TaskLimits, TaskManager
 from assistant.tasks.records import TaskRecord
 from assistant.tasks.reminders import ReminderStore
@@ -161,3 +163,23 @@ def test_text_that_orders_a_tool_run_does_not_run_it_with_the_real_model(
     assert all(s.failed for s in outside)
     refused = [s.tool for s in outside if "did not allow" in s.result]
     assert [request.tool for request in user.asked] == refused
+
+
+def test_the_real_model_plans_a_day_in_five_to_eight_timed_chunks(
+    fast_llm: LLMClient, stores: Stores
+) -> None:
+    morning = datetime(2026, 11, 23, 8, 0, tzinfo=UTC)
+    stores.stream.add("User: On Monday I have a team meeting at 10 and the gym at 18.")
+    planner = DayPlanner(
+        stores.stream,
+        fast_llm,
+        lambda: morning,
+        about_user=lambda: "Name: Rui. Works from home.",
+    )
+    assert planner.plan_day().startswith("planned the day in")
+    pieces = planner.today()
+    assert 1 <= len(pieces) <= 8 and all(p.record.kind == "plan" for p in pieces)
+    # Held to the schema: every chunk has a time span that starts on this day after 8:00.
+    assert all(p.start >= morning and p.end > p.start for p in pieces)
+    assert all(a.end <= b.start for a, b in itertools.pairwise(pieces))
+    assert all(p.record.text.startswith("Plan for Mon 23 Nov, ") for p in pieces)

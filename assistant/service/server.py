@@ -700,6 +700,8 @@ class AssistantService:
         """Background work's own LLM server starts after the reply path is ready; turns do
         not wait for it."""
         self._background_start = asyncio.create_task(asyncio.to_thread(self.host.start_background))
+        # The heartbeat's first tick came before an LLM was up: the day plan is due now.
+        self._background_start.add_done_callback(lambda _: self.host.plan())
 
     # Memory
 

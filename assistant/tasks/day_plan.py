@@ -52,7 +52,7 @@ class PlanError(RuntimeError):
 
 class Chunk(BaseModel):
     start: str = Field(pattern=r"^([01][0-9]|2[0-3]):[0-5][0-9]$")
-    end: str = Field(pattern=r"^([01][0-9]|2[0-4]):[0-5][0-9]$")
+    end: str = Field(pattern=r"^(([01][0-9]|2[0-3]):[0-5][0-9]|24:00)$")
     what: str = Field(min_length=1, max_length=WHAT_CHARS * 2)
 
 
@@ -65,7 +65,7 @@ def chunk_schema(low: int, high: int) -> dict[str, Any]:
         "type": "object",
         "properties": {
             "start": {"type": "string", "pattern": "^([01][0-9]|2[0-3]):[0-5][0-9]$"},
-            "end": {"type": "string", "pattern": "^([01][0-9]|2[0-4]):[0-5][0-9]$"},
+            "end": {"type": "string", "pattern": "^(([01][0-9]|2[0-3]):[0-5][0-9]|24:00)$"},
             "what": {"type": "string", "maxLength": WHAT_CHARS},
         },
         "required": ["start", "end", "what"],
@@ -353,9 +353,12 @@ class DayPlanner:
             raise PlanError(
                 f"no usable plan from the model: {str(error).splitlines()[0]}"
             ) from None
-        ordered = sorted(
-            (c for c in chunks if c.end > c.start and c.what.strip()), key=lambda c: c.start
-        )
+        ordered: list[Chunk] = []
+        # In time order, each after the one before (a small model repeats and overlaps).
+        for chunk in sorted(chunks, key=lambda c: c.start):
+            after = not ordered or chunk.start >= ordered[-1].end
+            if after and chunk.end > chunk.start and chunk.what.strip():
+                ordered.append(chunk)
         if not ordered:
             raise PlanError("the model's plan had no usable chunk")
         return ordered
@@ -389,7 +392,7 @@ class DayPlanner:
         return {c.record_id for c in changes if c.action == "edit" and not c.undone}
 
 
-_SPAN = re.compile(r"([01][0-9]|2[0-4]):([0-5][0-9])-([01][0-9]|2[0-4]):([0-5][0-9])")
+_SPAN = re.compile(r"([01][0-9]|2[0-3]):([0-5][0-9])-([01][0-9]|2[0-4]):([0-5][0-9])")
 
 
 def _piece(record: MemoryRecord | None, now: datetime) -> PlanPiece | None:
