@@ -191,6 +191,7 @@ def test_a_reminder_in_three_seconds_fires_through_the_heartbeat_on_time(tmp_pat
     reminders = ReminderStore(tmp_path / "reminders.json")
     fired: list[tuple[float, Reminder]] = []
     reflected: list[float] = []
+    planned: list[float] = []
 
     async def scenario() -> float:
         beat = Heartbeat(
@@ -199,6 +200,7 @@ def test_a_reminder_in_three_seconds_fires_through_the_heartbeat_on_time(tmp_pat
             HeartbeatActions(
                 lambda r: fired.append((time.monotonic(), r)),
                 lambda: reflected.append(time.monotonic()),
+                plan=lambda: planned.append(time.monotonic()),
             ),
             timedelta(minutes=5),
             lambda: datetime.now(UTC),
@@ -219,7 +221,8 @@ def test_a_reminder_in_three_seconds_fires_through_the_heartbeat_on_time(tmp_pat
     [(at, reminder)] = fired
     assert reminder.text == "stretch" and reminder.late_by() is None
     assert 2.9 <= at - set_at <= 3.5
-    assert len(reflected) == 3  # at start, for the reminder, on demand
+    # Reflection and the day plan are looked at each tick: at start, for the reminder, on demand.
+    assert len(reflected) == len(planned) == 3
 
 
 # The manager: limits, cancellation, restarts
