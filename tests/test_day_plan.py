@@ -193,3 +193,30 @@ def test_the_schema_holds_the_model_to_five_to_eight_chunks(
     planner_for(stream, clock, llm).plan_day()
     schema = json.dumps(llm.schemas[0])
     assert '"minItems": 5' in schema and '"maxItems": 8' in schema
+
+
+def test_a_break_down_that_strays_is_cut_to_its_chunk_or_not_tried_again(
+    stream: MemoryStream, clock: Clock
+) -> None:
+    straying = chunks(
+        ("07:00", "09:00", "Starts before the chunk"),
+        ("09:00", "10:00", "Inside"),
+        ("11:30", "14:00", "Ends after it"),
+    )
+    outside = chunks(("20:00", "21:00", "Nowhere near"), ("21:00", "22:00", "Nor this"))
+    llm = ScriptedSteps(DAY, straying, outside)
+    planner = planner_for(stream, clock, llm)
+    planner.step()
+    assert planner.step() == "broke 08:00-12:00 into 3 chunks"
+    hours = [t.split(", ", 1)[1] for t in texts(planner) if "Write the quarterly" not in t]
+    assert hours[:3] == [
+        "08:00-09:00: Starts before the chunk",
+        "09:00-10:00: Inside",
+        "11:30-12:00: Ends after it",
+    ]
+    lunch = next(p for p in planner.today() if "Lunch with Ana" in p.record.text)
+    clock.advance(hours=4)  # 12:30: lunch is the current chunk; the model misses it
+    with pytest.raises(PlanError, match="fell outside"):
+        planner.step()
+    assert planner.step() is None and len(llm.requests) == 3
+    assert not any(p.parent == lunch.record.id for p in planner.today())

@@ -122,6 +122,8 @@ class DayPlanner:
         self._busy = threading.Lock()
         self._worker: threading.Thread | None = None
         self._again = False
+        # Chunks the model could not break down: not tried again by itself (``b`` still can).
+        self._unbroken: set[str] = set()
 
     # What to do
 
@@ -195,7 +197,11 @@ class DayPlanner:
             if stale:
                 return self._replan(now, "; ".join(stale))
             current = _current(broad, now)
-            if current is not None and not any(p.parent == current.record.id for p in pieces):
+            if (
+                current is not None
+                and current.record.id not in self._unbroken
+                and not any(p.parent == current.record.id for p in pieces)
+            ):
                 return self._break_down(current.record.id)
             return None
         finally:
@@ -296,9 +302,9 @@ class DayPlanner:
             f'"{_what(piece.record)}". Each chunk: start and end (HH:MM), what in a few words.'
         )
         chunks = self._ask(prompt, self._situation(now, []), counts)
-        inside = [c for c in chunks if piece.start <= _at(now.date(), now, c.start) < piece.end]
-        stored = self._store(now, inside, parent=piece.record.id, after=piece.start)
+        stored = self._store(now, _within(chunks, piece), parent=piece.record.id, after=piece.start)
         if not stored:
+            self._unbroken.add(record_id)
             raise PlanError("the model's chunks fell outside the part to break down")
         return f"broke {_span(piece)} into {len(stored)} chunks"
 
@@ -413,6 +419,19 @@ def _piece(record: MemoryRecord | None, now: datetime) -> PlanPiece | None:
         return None
     parent = next(iter(record.evidence), None)
     return PlanPiece(record, start, max(end, start + timedelta(minutes=1)), parent)
+
+
+def _within(chunks: Sequence[Chunk], piece: PlanPiece) -> list[Chunk]:
+    """The chunks that overlap ``piece``, cut to its span (a small model strays out of it)."""
+    low, high = f"{piece.start:%H:%M}", f"{piece.end:%H:%M}"
+    if piece.end.date() != piece.start.date():
+        high = "24:00"
+    kept = []
+    for chunk in chunks:
+        start, end = max(chunk.start, low), min(chunk.end, high)
+        if start < end:
+            kept.append(chunk.model_copy(update={"start": start, "end": end}))
+    return kept
 
 
 def _current(broad: Sequence[PlanPiece], now: datetime) -> PlanPiece | None:

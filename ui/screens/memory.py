@@ -62,6 +62,8 @@ class MemoryScreen(Screen[None]):
         Binding("c", "core", "Core memory"),
     ]
 
+    HINT = "Enter opens a memory · / searches"
+
     def __init__(self, link: ServiceLink, kinds: tuple[Kind, ...] = (), title: str = "Memory"):
         super().__init__()
         self.link = link
@@ -88,7 +90,7 @@ class MemoryScreen(Screen[None]):
 
     def on_mount(self) -> None:
         self.title = self.heading
-        self.sub_title = "Enter opens a memory · / searches"
+        self.sub_title = self.HINT
         self.link.memory_changed.subscribe(self, self._changed_elsewhere)
         self.query_one(MemoryTable).focus()
 

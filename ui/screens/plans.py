@@ -26,12 +26,10 @@ class PlansScreen(MemoryScreen):
         Binding("b", "break_down", "Break down"),
     ]
 
+    HINT = "r re-plans the day · b breaks a chunk down · Enter opens one"
+
     def __init__(self, link: ServiceLink) -> None:
         super().__init__(link, kinds=("plan",), title="Plans")
-
-    def on_mount(self) -> None:
-        super().on_mount()
-        self.sub_title = "Today's plan · r re-plans the day · b breaks a chunk down"
 
     def action_replan(self) -> None:
         self.notify("Re-planning the rest of the day…")
