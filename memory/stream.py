@@ -55,7 +55,7 @@ log = logging.getLogger(__name__)
 
 Clock = Callable[[], datetime]
 RelevanceMode = Literal["cosine", "text", "hybrid", "rrf", "contextual"]
-SortKey = Literal["created_at", "last_accessed_at", "importance", "utility"]
+SortKey = Literal["created_at", "last_accessed_at", "importance", "utility", "event_time"]
 EDITABLE = ("text", "importance", "pinned", "kind", "event_time")
 # A huge paste is kept whole; only this much of it is embedded and rated.
 MAX_EMBED_CHARS = 4_000
@@ -817,7 +817,8 @@ class MemoryStream:
             keys = self.records.query(where=filters.where(), columns=["id", sort])
             column = keys.column(sort)
             if pa.types.is_timestamp(column.type):
-                column = column.cast(pa.int64())
+                # A record with no event time sorts after those with one.
+                column = column.cast(pa.int64()).fill_null(np.iinfo(np.int64).max)
             values = column.to_numpy(zero_copy_only=False)
             positions = np.arange(keys.num_rows)
             ids = keys.column("id").to_pylist()

@@ -282,6 +282,10 @@ def test_list_pages_and_sorts(stream: MemoryStream, clock: Clock) -> None:
     assert page.items[0].text == "Note number 14 about topic 14"
     by_importance = stream.list_memories(sort="importance", page_size=5)
     assert [r.importance for r in by_importance.items] == [10, 10, 9, 9, 8]
+    later = stream.add("Dinner with Ana", event_time=clock() + timedelta(hours=5))
+    sooner = stream.add("Call the bank", event_time=clock() + timedelta(hours=2))
+    by_event = stream.list_memories(sort="event_time", descending=False, page_size=3)
+    assert [r.id for r in by_event.items[:2]] == [sooner.id, later.id]
 
 
 def test_evidence_tree(stream: MemoryStream) -> None:

@@ -134,6 +134,9 @@ async def test_the_plans_pane_breaks_a_chunk_down(loaded: LoadedConfig) -> None:
             raise AssertionError([row.text for row in table.memories.values()])
 
         await shown(lambda texts: sum("Block" in t for t in texts) == 5)
+        # In the day's order, not newest first.
+        blocks = [t.rsplit(": ", 1)[1] for t in (r.text for r in table.memories.values())]
+        assert [b for b in blocks if b.startswith("Block")] == [f"Block {n}" for n in range(1, 6)]
         before = pane.total
         await pilot.press("b")
         await shown(lambda texts: pane.total > before)

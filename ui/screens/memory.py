@@ -45,7 +45,7 @@ SORTS: tuple[tuple[SortKey, bool, str], ...] = (
     ("last_accessed_at", True, "most recently used first"),
 )
 # Clicking a column header sorts by it.
-HEADER_SORTS: dict[str, int] = {"when": 0, "importance": 2}
+HEADER_SORTS: dict[str, SortKey] = {"when": "created_at", "importance": "importance"}
 
 
 class MemoryScreen(Screen[None]):
@@ -63,6 +63,8 @@ class MemoryScreen(Screen[None]):
     ]
 
     HINT = "Enter opens a memory · / searches"
+    # The orders ``s`` cycles through, the first the default.
+    SORTS = SORTS
 
     def __init__(self, link: ServiceLink, kinds: tuple[Kind, ...] = (), title: str = "Memory"):
         super().__init__()
@@ -110,7 +112,7 @@ class MemoryScreen(Screen[None]):
         started = datetime.now(UTC)
         clock = time.perf_counter()
         filters = self.query_one(MemoryFilters)
-        sort, descending, _ = SORTS[self.sort_index]
+        sort, descending, _ = self.SORTS[self.sort_index]
         request = MemoryQuery(
             ref="",
             query=filters.text,
@@ -150,7 +152,7 @@ class MemoryScreen(Screen[None]):
         last = first + len(page.rows) - 1
         pages = -(-page.total // page.page_size)
         searched = self.query_one(MemoryFilters).text.strip()
-        order = "by relevance" if searched else SORTS[self.sort_index][2]
+        order = "by relevance" if searched else self.SORTS[self.sort_index][2]
         return (
             f"{first:,}-{last:,} of {page.total:,} · page {page.page}/{pages} · {order} · "
             f"{page.took_ms:.0f} ms"
@@ -202,11 +204,12 @@ class MemoryScreen(Screen[None]):
 
     @on(DataTable.HeaderSelected)
     def header_clicked(self, event: DataTable.HeaderSelected) -> None:
-        index = HEADER_SORTS.get(str(event.column_key.value))
-        if index is not None:
-            # A second click on the same header reverses the order where there is one.
-            same = self.sort_index == index
-            self.sort_index = index + 1 if same and index == 0 else index
+        key = HEADER_SORTS.get(str(event.column_key.value))
+        orders = [i for i, (sort, _, _) in enumerate(self.SORTS) if sort == key]
+        if orders:
+            # A second click on the same header gives its next order (newest, then oldest).
+            at = orders.index(self.sort_index) if self.sort_index in orders else -1
+            self.sort_index = orders[(at + 1) % len(orders)]
             self._search()
 
     # Actions
@@ -215,8 +218,8 @@ class MemoryScreen(Screen[None]):
         self.query_one("#memory-search", Input).focus()
 
     def action_sort(self) -> None:
-        self.sort_index = (self.sort_index + 1) % len(SORTS)
-        self.notify(f"Sorted {SORTS[self.sort_index][2]}")
+        self.sort_index = (self.sort_index + 1) % len(self.SORTS)
+        self.notify(f"Sorted {self.SORTS[self.sort_index][2]}")
         self._search()
 
     def action_page(self, step: int) -> None:

@@ -27,6 +27,8 @@ class PlansScreen(MemoryScreen):
     ]
 
     HINT = "r re-plans the day · b breaks a chunk down · Enter opens one"
+    # In the day's order first (by each chunk's start), then the memory screen's orders.
+    SORTS = (("event_time", False, "in the day's order"), *MemoryScreen.SORTS)
 
     def __init__(self, link: ServiceLink) -> None:
         super().__init__(link, kinds=("plan",), title="Plans")
