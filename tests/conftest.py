@@ -107,6 +107,14 @@ def fast_llm(fast_settings: Settings) -> Iterator[LLMClient]:
 
 
 @pytest.fixture
+def sandbox(tmp_path: Path) -> Path:
+    """Where the test MCP server writes files (an action outside the memory store)."""
+    folder = tmp_path / "sandbox"
+    folder.mkdir()
+    return folder
+
+
+@pytest.fixture
 def clock() -> Clock:
     """A clock that stands still until a test moves it."""
     return Clock()

@@ -3,13 +3,16 @@ real local model is in test_tasks_real.py)."""
 
 from __future__ import annotations
 
+import sys
 import threading
 import time
 from collections.abc import Callable, Sequence
 from datetime import UTC, datetime
+from pathlib import Path
 from typing import Any
 
 from assistant.llm.client import LLMCancelled, Message
+from assistant.settings import McpServerSettings
 from assistant.tasks.approvals import Approvals
 from assistant.tasks.records import ApprovalRequest, TaskRecord
 from assistant.tasks.subagent import Budget, SubAgent
@@ -104,3 +107,14 @@ class Answering(Approvals):
             self.answer(request.id, self.allow)
 
         threading.Thread(target=answer, daemon=True).start()
+
+
+# A small MCP server over stdio that writes files into the folder it is given.
+MCP_SERVER = Path(__file__).parent / "helpers" / "mcp_server.py"
+
+
+def files_server(sandbox: Path) -> McpServerSettings:
+    """The test MCP server as configured: its tools are files__write_file, files__add, …"""
+    return McpServerSettings(
+        name="files", command=sys.executable, args=[str(MCP_SERVER), str(sandbox)]
+    )

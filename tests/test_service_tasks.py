@@ -7,7 +7,6 @@ from __future__ import annotations
 import asyncio
 import io
 import json
-import sys
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -35,13 +34,13 @@ from assistant.service.task_wire import (
 from tests.helpers.fake_openai import scripted_endpoint
 from tests.helpers.service import InProcess, action, until
 from tests.helpers.ui import wait_for
+from tests.task_helpers import files_server
 from ui.app import BrainApp
 from ui.screens.approval import ApprovalScreen
 from ui.screens.tasks import TasksScreen
 from ui.widgets.chat import ChatLog, MessageView
 
 RESULT = "Ana, your sister, moved to Lisbon."
-SERVER = Path(__file__).parent / "helpers" / "mcp_server.py"
 
 
 def step(tool: str, **arguments: Any) -> str:
@@ -73,14 +72,6 @@ def route(body: dict[str, Any]) -> str:
 
 
 @pytest.fixture
-def sandbox(tmp_path: Path) -> Path:
-    """Where the test's MCP server writes files (an action outside the memory store)."""
-    folder = tmp_path / "sandbox"
-    folder.mkdir()
-    return folder
-
-
-@pytest.fixture
 def loaded(
     loaded_for: Callable[..., LoadedConfig],
     start_service: Callable[..., InProcess],
@@ -88,7 +79,7 @@ def loaded(
 ) -> Iterator[LoadedConfig]:
     """A service whose LLM is the scripted endpoint that answers by ``route``, with the test's
     MCP server configured for its sub-agents."""
-    server = {"name": "files", "command": sys.executable, "args": [str(SERVER), str(sandbox)]}
+    server = files_server(sandbox).model_dump()
     with scripted_endpoint("route", router=route) as (url, _):
         routed = loaded_for(**{"llm.base_url": url, "tasks.mcp_servers": json.dumps([server])})
         start_service(routed)

@@ -191,11 +191,11 @@ class DayPlanner:
             if not broad:
                 with self._lock:  # what changed is taken in by the new plan
                     self._stale.clear()
-                return self._plan_day(now)
+                return self._plan_day(now, pieces)
             with self._lock:
                 stale, self._stale = self._stale, []
             if stale:
-                return self._replan(now, "; ".join(stale))
+                return self._replan(now, pieces, "; ".join(stale))
             current = _current(broad, now)
             if (
                 current is not None
@@ -229,15 +229,17 @@ class DayPlanner:
     def plan_day(self) -> str:
         """The broad plan of today from now on (5-8 chunks)."""
         with self._busy:
-            return self._plan_day(self.clock())
+            now = self.clock()
+            return self._plan_day(now, self.today(now))
 
     def replan(self, reason: str) -> str:
         """Rewrite the rest of today now (the user asked)."""
         with self._busy:
             now = self.clock()
-            if not any(p.parent is None and not p.by_user for p in self.today(now)):
-                return self._plan_day(now)
-            return self._replan(now, reason)
+            pieces = self.today(now)
+            if not any(p.parent is None and not p.by_user for p in pieces):
+                return self._plan_day(now, pieces)
+            return self._replan(now, pieces, reason)
 
     def break_down(self, record_id: str) -> str:
         """Break a chunk into finer ones: a broad chunk into hour-long chunks, an hour chunk
@@ -245,8 +247,9 @@ class DayPlanner:
         with self._busy:
             return self._break_down(record_id)
 
-    def _plan_day(self, now: datetime) -> str:
-        fixed = [p for p in self.today(now) if p.by_user or p.record.id in self._edited()]
+    def _plan_day(self, now: datetime, pieces: Sequence[PlanPiece]) -> str:
+        edited = self._edited()
+        fixed = [p for p in pieces if p.by_user or p.record.id in edited]
         prompt = (
             f"It is {now:%A %d %B %Y}, {now:%H:%M}. Plan the rest of the user's day in "
             f"{BROAD_CHUNKS[0]} to {BROAD_CHUNKS[1]} broad chunks, in time order, from "
@@ -258,10 +261,9 @@ class DayPlanner:
         stored = self._store(now, chunks, parent=None, after=now)
         return f"planned the day in {len(stored)} chunks"
 
-    def _replan(self, now: datetime, reason: str) -> str:
+    def _replan(self, now: datetime, pieces: Sequence[PlanPiece], reason: str) -> str:
         """Rewrite the rest of today: chunks already over, the user's own and those the user
         edited stay; the planner's other chunks from now on are replaced."""
-        pieces = self.today(now)
         edited = self._edited()
         kept = [p for p in pieces if p.by_user or p.record.id in edited or p.end <= now]
         replaced = [p for p in pieces if p not in kept]

@@ -12,6 +12,7 @@ import asyncio
 import concurrent.futures
 import contextlib
 import logging
+import os
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -181,7 +182,7 @@ class McpConnection:
     def _errlog(self) -> TextIO:
         """Where the server's own stderr goes: a log file, not the service's terminal."""
         if self.log_dir is None:
-            return open("/dev/null", "w")
+            return open(os.devnull, "w")
         self.log_dir.mkdir(parents=True, exist_ok=True)
         return (self.log_dir / f"mcp-{self.server.name}.log").open("a", encoding="utf-8")
 
