@@ -25,13 +25,13 @@ NOW = datetime(2026, 11, 22, 15, 0, tzinfo=UTC)
 
 
 def step(
-    tool: str, plan: Sequence[tuple[str, str]] = (("Answer", "doing"),), **arguments: Any
+    tool: str, plan: Sequence[str] = ("Answer",), progress: str = "not yet", **arguments: Any
 ) -> dict[str, Any]:
+    """A step as the model writes it: the plan is read from the first step of a task, the
+    verdict on the sub-goal in hand from every later one."""
     return {
-        "plan": [
-            {"goal": goal, "reason": "it serves the task", "status": status}
-            for goal, status in plan
-        ],
+        "plan": [{"goal": goal, "reason": "it serves the task"} for goal in plan],
+        "progress": progress,
         "tool": tool,
         "arguments": arguments,
     }

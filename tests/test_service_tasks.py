@@ -44,14 +44,15 @@ RESULT = "Ana, your sister, moved to Lisbon."
 
 
 def step(tool: str, **arguments: Any) -> str:
-    plan = [{"goal": "Find where Ana lives", "reason": "the user asked", "status": "doing"}]
-    return json.dumps({"plan": plan, "tool": tool, "arguments": arguments})
+    plan = [{"goal": "Find where Ana lives", "reason": "the user asked"}]
+    return json.dumps({"plan": plan, "progress": "done", "tool": tool, "arguments": arguments})
 
 
 def route(body: dict[str, Any]) -> str:
     messages = body.get("messages", [])
     last = str(messages[-1]["content"]) if messages else ""
-    if '"plan"' in json.dumps(body.get("response_format") or {}):  # a sub-agent's step
+    schema = json.dumps(body.get("response_format") or {})
+    if '"plan"' in schema or '"progress"' in schema:  # a sub-agent's step
         if "shopping list" in str(messages[1]["content"]):
             if any("files__write_file result" in str(m["content"]) for m in messages):
                 return step("finish", result="Done with the shopping list.")

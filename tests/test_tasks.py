@@ -20,6 +20,7 @@ from assistant.llm.client import LLMCancelled, LLMReplyError, Message
 from assistant.llm.priority import BackgroundLLM, ForegroundGate
 from assistant.tasks.heartbeat import Heartbeat, HeartbeatActions
 from assistant.tasks.manager import TaskError, TaskLimits, TaskManager
+from assistant.tasks.plan import PlannedGoal, current, describe, finished, first_plan, revised
 from assistant.tasks.records import TaskRecord
 from assistant.tasks.reminders import Reminder, ReminderError, ReminderStore, reminder_time
 from assistant.tasks.store import INTERRUPTED, TaskStore
@@ -47,21 +48,9 @@ def workspace(stores: Stores, tmp_path: Path) -> Workspace:
 def test_a_task_plans_searches_learns_and_finishes(workspace: Workspace) -> None:
     workspace.stores.stream.add("User: My sister Ana moved to Lisbon last spring.", source="user")
     llm = ScriptedSteps(
-        step(
-            "memory_search",
-            [("Find where Ana lives", "doing"), ("Report it", "todo")],
-            query="sister Ana city",
-        ),
-        step(
-            "memory_insert",
-            [("Find where Ana lives", "done"), ("Report it", "doing")],
-            text="Ana, the user's sister, lives in Lisbon.",
-        ),
-        step(
-            "finish",
-            [("Find where Ana lives", "done"), ("Report it", "done")],
-            result="Ana lives in Lisbon.",
-        ),
+        step("memory_search", ["Find where Ana lives", "Keep it"], query="sister Ana city"),
+        step("memory_insert", progress="done", text="Ana, the user's sister, lives in Lisbon."),
+        step("finish", progress="done", result="Ana lives in Lisbon."),
     )
     record, saved = run_task(workspace, llm)
     assert record.status == "done" and record.result == "Ana lives in Lisbon."
@@ -72,6 +61,14 @@ def test_a_task_plans_searches_learns_and_finishes(workspace: Workspace) -> None
     plans = [tuple(g.status for g in r.plan) for r in saved]
     assert ("doing", "todo") in plans and ("done", "doing") in plans
     assert any(r.current_step == "step 2: memory_insert" for r in saved)
+    # The first step writes the plan; later ones give a verdict, and once the verdict can
+    # settle the last open sub-goal only the ending tools may follow it.
+    first, _, last = (
+        {b["properties"]["tool"]["const"]: b for b in s["anyOf"]} for s in llm.schemas
+    )
+    assert "plan" in first["memory_search"]["properties"]
+    assert last["memory_insert"]["properties"]["progress"] == {"enum": ["not yet"]}
+    assert last["finish"]["properties"]["progress"] == {"enum": ["done", "not yet", "cannot"]}
     assert (
         record.cost.llm_calls == 3 and record.cost.prompt_tokens > 0 < record.cost.completion_tokens
     )
@@ -88,6 +85,28 @@ def test_a_task_plans_searches_learns_and_finishes(workspace: Workspace) -> None
         and "Lisbon" in second
         and "Find where Ana lives" in second
     )
+
+
+def test_the_plan_moves_on_by_the_models_verdict_on_the_sub_goal_in_hand() -> None:
+    plan = first_plan([PlannedGoal(goal=g, reason="needed") for g in ("Find", "Write", "Tell")])
+    assert [g.status for g in plan] == ["doing", "todo", "todo"] and current(plan) == 0
+    assert [g.status for g in revised(plan, "not yet")] == ["doing", "todo", "todo"]
+    plan = revised(plan, "done")
+    assert [g.status for g in plan] == ["done", "doing", "todo"]
+    plan = revised(plan, "cannot")
+    assert [g.status for g in plan] == ["done", "dropped", "doing"]
+    shown = describe(plan)
+    assert "3. [doing] Tell (why: needed)  <- in hand" in shown and "the last one" in shown
+    plan = revised(plan, "done")
+    assert finished(plan) and current(plan) is None
+    assert "Every sub-goal is settled" in describe(plan)
+
+
+def test_a_settled_plan_leaves_only_the_ending_tools(workspace: Workspace) -> None:
+    record = TaskRecord(id="t-abc123", goal="Find Ana's city", status="running")
+    record.plan = revised(first_plan([PlannedGoal(goal="Find", reason="asked")]), "done")
+    schema = SubAgent(record, ScriptedSteps(), workspace, lambda r: None).schema()
+    assert [b["properties"]["tool"]["const"] for b in schema["anyOf"]] == ["finish", "give_up"]
 
 
 def test_malformed_steps_are_sent_back_then_the_task_fails(workspace: Workspace) -> None:
@@ -139,7 +158,7 @@ def test_text_in_a_memory_cannot_add_a_tool(workspace: Workspace) -> None:
     )
     record, _ = run_task(workspace, llm)
     assert [s.tool for s in record.steps] == ["memory_search", "finish"]
-    schema = json.dumps(SubAgent(record, llm, workspace, lambda r: None).schema)
+    schema = json.dumps(SubAgent(record, llm, workspace, lambda r: None).schema())
     assert "delete_everything" not in schema
 
 

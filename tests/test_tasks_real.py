@@ -1,8 +1,9 @@
-"""A delegated task with the real local model (fast profile), the real stores and embedder.
+"""Delegated tasks with the real local models, the real stores and embedder.
 
-The bundled fast model (0.5B) does not complete a multi-step research task (docs/TASKS.md), so
-what is proven here against it is the plumbing that must hold for any model: its replies are
-held to the step schema, and cancelling abandons its request at once."""
+The default model (quality profile, 1.5B) does a memory-research task from its goal to its note.
+Against the fast profile's 0.5B, which is quicker but plans poorly (docs/TASKS.md), what is
+proven is the plumbing that must hold for any model: its replies are held to the step schema,
+an order planted in a memory does not run, and cancelling abandons its request at once."""
 
 from __future__ import annotations
 
@@ -19,6 +20,9 @@ import pytest
 from assistant.agent.session import open_stores
 from assistant.agent.tools import Stores
 from assistant.llm.client import LLMClient
+from assistant.llm.runtime import LLMRuntime
+from assistant.model_paths import ProfileModels
+from assistant.settings import Settings
 from assistant.tasks.day_plan import DayPlanner
 from assistant.tasks.manager import TaskLimits, TaskManager
 from assistant.tasks.records import TaskRecord
@@ -77,6 +81,43 @@ async def until(test: object, timeout: float) -> None:
     while not test():  # type: ignore[operator]
         assert time.monotonic() < deadline, "timed out"
         await asyncio.sleep(0.05)
+
+
+@pytest.fixture(scope="module")
+def quality_llm(quality_settings: Settings) -> Iterator[LLMClient]:
+    """The default profile's model on a real local llama.cpp server (this module's only)."""
+    with LLMRuntime(quality_settings, ProfileModels(quality_settings)) as client:
+        yield client
+
+
+def test_the_default_model_researches_the_memory_and_leaves_a_note(
+    quality_llm: LLMClient, stores: Stores, tmp_path: Path
+) -> None:
+    manager, finished = manager_for(stores, quality_llm, tmp_path, Budget(steps=6, seconds=600))
+
+    async def scenario() -> None:
+        manager.start(asyncio.get_running_loop())
+        manager.delegate("Find everything I said about my sister and write a note.")
+        await until(lambda: finished, 620)
+
+    asyncio.run(scenario())
+    [record] = finished
+    assert record.status == "done", (record.reason, record.steps)
+    tools = [s.tool for s in record.steps]
+    # It looked before it wrote, and its plan was settled when it finished.
+    assert "write_note" in tools and tools.index("memory_search") < tools.index("write_note")
+    assert tools[-1] == "finish" and record.result
+    assert record.plan and all(g.status in ("done", "dropped") for g in record.plan)
+    [note] = [
+        r
+        for r in stores.stream.list_memories(page_size=50).items
+        if r.kind == "summary" and f"subagent:{record.id}" in r.sources
+    ]
+    facts = [fact for fact in ("Porto", "nurse", "June", "jazz") if fact in note.text]
+    assert len(facts) >= 2 and "Tiago" not in note.text, note.text
+    # The note is a memory like any other: a search for the sister finds it.
+    found = stores.stream.retrieve("notes about my sister Ana", k=8)
+    assert note.id in [m.record.id for m in found]
 
 
 def test_cancelling_stops_the_real_models_request_within_a_second(

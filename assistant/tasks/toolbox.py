@@ -37,8 +37,11 @@ class Text(Arguments):
     text: str = Field(description="What to keep.")
 
 
+# Short fields are capped (the local server's grammar spells a cap out character by character,
+# so long texts are bounded by the reply's token limit instead): a small model that starts
+# repeating itself inside a query otherwise fills the whole reply.
 class Note(Arguments):
-    title: str = Field(description="A few words naming the note.")
+    title: str = Field(description="A few words naming the note.", max_length=80)
     text: str = Field(description="The note itself.")
 
 
@@ -48,7 +51,7 @@ class SetReminder(Arguments):
 
 
 class Query(Arguments):
-    query: str = Field(description="What to look for.")
+    query: str = Field(description="What to look for.", max_length=120)
 
 
 class Ingest(Arguments):
@@ -77,7 +80,8 @@ def task_tools(task_id: str, workspace: Workspace) -> tuple[Tool, ...]:
 
     def memory_search(_: Stores, arguments: Query) -> str:
         found = stream.retrieve(arguments.query, k=PAGE_SIZE)
-        return "\n".join(f"- [{m.record.id}] {m.record.text}" for m in found) or "nothing found"
+        # No ids: no tool of a sub-agent takes one, and a small model reads them as text.
+        return "\n".join(f"- {m.record.text}" for m in found) or "nothing found"
 
     def memory_insert(_: Stores, arguments: Text) -> str:
         return f"stored as memory {stream.add(arguments.text, source=source).id}"
@@ -90,7 +94,7 @@ def task_tools(task_id: str, workspace: Workspace) -> tuple[Tool, ...]:
     def write_note(_: Stores, arguments: Note) -> str:
         text = f"Note: {arguments.title.strip()}\n{arguments.text.strip()}"
         record = stream.add(text, kind="summary", source=source)
-        return f"note saved as memory {record.id}; if that was the last thing to do, call finish"
+        return f"note saved as memory {record.id}"
 
     def set_reminder(_: Stores, arguments: SetReminder) -> str:
         due = reminder_time(arguments.when, workspace.clock())
