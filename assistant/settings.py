@@ -157,6 +157,11 @@ class AgentSettings(Section):
         description="Summed importance of new memories that starts a reflection in the "
         "background (Generative Agents, section 4.2).",
     )
+    knowledge_graph: bool = Field(
+        True,
+        description="Learn facts (subject, relation, object) from what is said, in the "
+        "background, and keep them current (docs/GRAPH.md).",
+    )
 
 
 class McpServerSettings(Section):

@@ -33,6 +33,7 @@ from memory.llm import JsonSchema, Message, StructuredLLM
 from memory.mirror import to_us
 from memory.records import MemoryRecord
 from memory.stream import Filters, MemoryStream, NewMemory
+from memory.worker import BackgroundWorker
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
@@ -330,68 +331,26 @@ class Reflector:
         return None
 
 
-class ReflectionWorker:
+class ReflectionWorker(BackgroundWorker):
     """Reflects in the background whenever :meth:`poke` is called or ``interval_s`` passes and
-    the threshold is reached. It has its own daemon thread, so it never holds up a reply."""
+    the threshold is reached."""
 
     def __init__(self, reflector: Reflector, interval_s: float = 60.0) -> None:
+        super().__init__("reflection", interval_s)
         self._reflector = reflector
-        self._interval_s = interval_s
-        self._wake = threading.Event()
-        self._stop = threading.Event()
-        self._idle = threading.Event()
-        self._idle.set()
         self._reflecting = False
-        self._lock = threading.Lock()
-        self._thread = threading.Thread(target=self._run, name="reflection", daemon=True)
-        self._thread.start()
-
-    def poke(self) -> None:
-        """Check the threshold now (e.g. after new records were added)."""
-        with self._lock:
-            self._idle.clear()
-            self._wake.set()
+        self.start()
 
     @property
     def reflecting(self) -> bool:
         """A reflection (not just the check whether one is due) is running."""
         return self._reflecting
 
-    def wait_idle(self, timeout: float | None = None) -> bool:
-        """True once no check or reflection is running or asked for."""
-        return self._idle.wait(timeout)
-
-    def close(self, timeout: float = 30.0) -> None:
-        """Cancel a reflection in progress (at its next LLM call; nothing is stored) and wait
-        for the thread to end."""
-        self._stop.set()
-        self._wake.set()
-        self._thread.join(timeout)
-
-    def _run(self) -> None:
-        try:
-            while not self._stop.is_set():
-                self._wake.wait(self._interval_s)
-                with self._lock:
-                    self._wake.clear()
-                    self._idle.clear()
-                if self._stop.is_set():
-                    return
-                self._reflect_if_due()
-                with self._lock:
-                    if not self._wake.is_set():
-                        self._idle.set()
-        finally:
-            self._idle.set()
-
-    def _reflect_if_due(self) -> None:
-        try:
-            if self._reflector.should_reflect():
-                self._reflecting = True
-                try:
-                    stored = self._reflector.reflect(cancel=self._stop)
-                finally:
-                    self._reflecting = False
-                log.info("reflection stored %d insights", len(stored))
-        except Exception:  # the store reports its own errors; the worker must keep running
-            log.exception("reflection failed")
+    def work(self, stop: threading.Event) -> None:
+        if self._reflector.should_reflect():
+            self._reflecting = True
+            try:
+                stored = self._reflector.reflect(cancel=stop)
+            finally:
+                self._reflecting = False
+            log.info("reflection stored %d insights", len(stored))

@@ -18,7 +18,10 @@ from assistant.llm.runtime import LLMRuntime
 from assistant.model_paths import ProfileModels
 from assistant.service.server import AssistantService
 from assistant.settings import Settings
+from memory.database import open_database
 from memory.embedder import OnnxSentenceEmbedder
+from memory.graph.store import GraphStore
+from memory.locking import WriteLock
 from memory.stream import MemoryStream
 from tests.helpers.service import InProcess
 from tests.memory_helpers import Clock
@@ -48,6 +51,8 @@ def make_loaded(
         "voice.enabled": "false",
         # The day plan asks the LLM in the background from the start: its own tests turn it on.
         "tasks.day_plan": "false",
+        # So does learning the knowledge graph.
+        "agent.knowledge_graph": "false",
         **flags,
     }
     config_file = data_dir.parent / "config.toml"
@@ -106,6 +111,14 @@ def fast_llm(fast_settings: Settings) -> Iterator[LLMClient]:
         yield client
 
 
+@pytest.fixture(scope="session")
+def quality_llm(quality_settings: Settings) -> Iterator[LLMClient]:
+    """The default profile's model (1.5B) on a real local llama.cpp server, for the tests
+    that need a model able to do the job (a research task, learning facts)."""
+    with LLMRuntime(quality_settings, ProfileModels(quality_settings)) as client:
+        yield client
+
+
 @pytest.fixture
 def sandbox(tmp_path: Path) -> Path:
     """Where the test MCP server writes files (an action outside the memory store)."""
@@ -126,6 +139,13 @@ def stream(tmp_path: Path, embedder: OnnxSentenceEmbedder, clock: Clock) -> Iter
     memory = MemoryStream(tmp_path / "data", embedder, clock=clock)
     yield memory
     memory.close()
+
+
+@pytest.fixture
+def graph_store(tmp_path: Path, embedder: OnnxSentenceEmbedder) -> GraphStore:
+    """The knowledge graph's tables on real LanceDB, beside the ``stream`` fixture's."""
+    data = tmp_path / "data"
+    return GraphStore(open_database(data), WriteLock(data / "memory.lock"), embedder)
 
 
 @pytest.fixture

@@ -176,7 +176,9 @@ def stores(tmp_path: Path, embedder: OnnxSentenceEmbedder) -> Iterator[Stores]:
 
 
 def test_the_loop_survives_every_malformed_output(stores: Stores) -> None:
-    outputs = malformed_outputs()
+    # Every third of each kind (the parser test above reads all of them): each step embeds and
+    # retrieves for real, and the whole set took 35-50 s of the suite.
+    outputs = malformed_outputs()[::3]
     llm = ScriptedStream(*outputs, say("Done."), chunk=64)
     budget = len(outputs) + 10
     context = ContextWindow(instructions(), stores.core, ContextConfig(window_tokens=4096))

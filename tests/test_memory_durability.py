@@ -23,7 +23,7 @@ from tests.conftest import REPO
 
 # Each round starts a process that loads the embedder (~3 s on 2 cores): 20 random kill
 # moments, not more, keep this test near a minute.
-ROUNDS = 12
+ROUNDS = 8
 
 
 def adder(data_dir: Path, settings: Settings, label: str, count: int) -> subprocess.Popen[str]:

@@ -240,7 +240,11 @@ async def test_the_question_pops_up_in_the_tui_and_is_answered_there(
         pane = app.screen
         assert isinstance(pane, TasksScreen)
         await pilot.press(*"Write my shopping list to a file", "enter")
-        await wait_for(lambda: isinstance(app.screen, ApprovalScreen), 60)
+        await wait_for(
+            lambda: isinstance(app.screen, ApprovalScreen) and app.screen.query("#refuse"), 60
+        )
+        # Refusing has the focus: Enter does nothing outside.
+        await wait_for(lambda: app.focused is not None and app.focused.id == "refuse", 5)
         question = str(app.screen.query_one("#approval-question", Static).render())
         assert "files__write_file" in question and "list.txt" in question
         await pilot.press("escape")  # later: the task keeps waiting, the pane shows it

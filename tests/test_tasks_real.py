@@ -20,9 +20,6 @@ import pytest
 from assistant.agent.session import open_stores
 from assistant.agent.tools import Stores
 from assistant.llm.client import LLMClient
-from assistant.llm.runtime import LLMRuntime
-from assistant.model_paths import ProfileModels
-from assistant.settings import Settings
 from assistant.tasks.day_plan import DayPlanner
 from assistant.tasks.manager import TaskLimits, TaskManager
 from assistant.tasks.records import TaskRecord
@@ -81,13 +78,6 @@ async def until(test: object, timeout: float) -> None:
     while not test():  # type: ignore[operator]
         assert time.monotonic() < deadline, "timed out"
         await asyncio.sleep(0.05)
-
-
-@pytest.fixture(scope="module")
-def quality_llm(quality_settings: Settings) -> Iterator[LLMClient]:
-    """The default profile's model on a real local llama.cpp server (this module's only)."""
-    with LLMRuntime(quality_settings, ProfileModels(quality_settings)) as client:
-        yield client
 
 
 def test_the_default_model_researches_the_memory_and_leaves_a_note(

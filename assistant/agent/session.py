@@ -16,6 +16,7 @@ from assistant.settings import Settings
 from memory.archival import ArchivalStore
 from memory.database import open_database
 from memory.embedder import Embedder
+from memory.graph.store import GraphStore
 from memory.llm import StructuredLLM
 from memory.locking import WriteLock
 from memory.recall import RecallStore
@@ -37,6 +38,7 @@ def open_stores(
         stream=stream,
         recall=RecallStore(database, lock, embedder),
         archival=ArchivalStore(database, lock, embedder),
+        graph=GraphStore(database, lock, embedder),
     )
 
 

@@ -12,6 +12,8 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from assistant.agent.core_memory import CoreMemory
 from memory.archival import ArchivalStore
+from memory.graph.search import graph_search
+from memory.graph.store import GraphStore
 from memory.recall import RecallStore
 from memory.records import MemoryRecord
 from memory.stream import MemoryStream
@@ -60,6 +62,7 @@ class Stores:
     stream: MemoryStream
     recall: RecallStore
     archival: ArchivalStore
+    graph: GraphStore
 
 
 @dataclass(frozen=True)
@@ -113,6 +116,17 @@ def _memory_search(stores: Stores, arguments: MemorySearch) -> str:
     return "\n".join(describe_memory(m.record) for m in found)
 
 
+def _graph_search(stores: Stores, arguments: MemorySearch) -> str:
+    found = graph_search(stores.graph, arguments.query)
+    if not found.triplets:
+        return "no facts found"
+    lines = ["facts (current first):", *(f"- {t.describe()}" for t in found.triplets)]
+    behind = stores.stream.get_many([e.record_id for e in found.episodes], embeddings=False)
+    if behind:
+        lines += ["memories behind them, best first:", *(describe_memory(r) for r in behind)]
+    return "\n".join(lines)
+
+
 def describe_memory(record: MemoryRecord) -> str:
     return f"- ({record.created_at.date().isoformat()}) {_snippet(record.text)}"
 
@@ -159,6 +173,13 @@ TOOLS: tuple[Tool, ...] = (
         "Search your memory stream (observations, reflections, plans, facts), best first.",
         MemorySearch,
         _memory_search,
+    ),
+    Tool(
+        "graph_search",
+        "Search the facts learnt about people, places and things (and how they changed), "
+        "with the memories they came from.",
+        MemorySearch,
+        _graph_search,
     ),
 )
 

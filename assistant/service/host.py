@@ -36,6 +36,7 @@ from assistant.tasks.subagent import Budget, SubAgent
 from assistant.tasks.toolbox import Workspace
 from memory.database import DatabaseError
 from memory.embedder import Embedder
+from memory.graph.graph import GraphLearner, KnowledgeGraph
 from memory.reflection import ReflectionWorker, Reflector
 from models import ModelError, ProgressCallback
 
@@ -81,6 +82,7 @@ class AgentHost:
         self._embedder = embedder
         self._switching = threading.Lock()
         self.reflection: ReflectionWorker | None = None
+        self.graph_learner: GraphLearner | None = None
         self.tasks: TaskManager | None = None
         self.reminders: ReminderStore | None = None
         self.planner: DayPlanner | None = None
@@ -228,6 +230,13 @@ class AgentHost:
                         threshold=self.settings.agent.reflection_threshold,
                     )
                 )
+                if self.settings.agent.knowledge_graph:
+                    graph = KnowledgeGraph(
+                        self.stores.graph,
+                        self.stores.graph.embedder,
+                        BackgroundLLM(self.background, self.gate),
+                    )
+                    self.graph_learner = GraphLearner(graph, self.stores.stream)
 
     def llm_failed(self, reason: str) -> None:
         for llm in (self.llm, self.background):
@@ -263,9 +272,11 @@ class AgentHost:
         return messages[-limit:]
 
     def after_turn(self) -> None:
-        """New memories were added: reflect if their importance reached the threshold."""
-        if self.reflection is not None:
-            self.reflection.poke()
+        """New memories were added: reflect if their importance reached the threshold, and
+        learn their facts."""
+        for worker in (self.reflection, self.graph_learner):
+            if worker is not None:
+                worker.poke()
 
     def reflecting(self) -> bool:
         return self.reflection is not None and self.reflection.reflecting
@@ -274,8 +285,9 @@ class AgentHost:
         return self.stores.stream.ratings_pending() if self.stores is not None else 0
 
     def close(self) -> None:
-        if self.reflection is not None:
-            self.reflection.close()
+        for worker in (self.reflection, self.graph_learner):
+            if worker is not None:
+                worker.close()
         if self.planner is not None:
             self.planner.close()
         if self.stores is not None:

@@ -15,7 +15,7 @@ from pathlib import Path
 
 from pydantic import Field
 
-from assistant.agent.tools import Arguments, Search, Stores, Tool
+from assistant.agent.tools import Arguments, Search, Stores, Tool, by_name
 from assistant.settings import McpServerSettings
 from assistant.tasks.approvals import Approvals
 from assistant.tasks.reminders import ReminderStore, reminder_time
@@ -108,6 +108,7 @@ def task_tools(task_id: str, workspace: Workspace) -> tuple[Tool, ...]:
         Tool("memory_search", "Search the user's memories, best first.", Query, memory_search),
         Tool("memory_insert", "Keep something you learnt as a memory.", Text, memory_insert),
         Tool("archival_search", "Search archival storage (documents).", Search, archival_search),
+        by_name()["graph_search"],
         Tool("write_note", "Save a note for the user in their memory.", Note, write_note),
         Tool("set_reminder", "Remind the user of something at a time.", SetReminder, set_reminder),
         Tool(

@@ -28,6 +28,9 @@ class ApprovalScreen(ModalScreen[bool | None]):
         Binding("escape", "answer(None)", "Later"),
     ]
 
+    # Refusing is the safe default: Enter on the focused button does nothing outside.
+    AUTO_FOCUS = "#refuse"
+
     def __init__(self, approval: ApprovalRow) -> None:
         super().__init__()
         self.approval = approval
@@ -48,10 +51,6 @@ class ApprovalScreen(ModalScreen[bool | None]):
                 yield Button("Allow (y)", id="allow", variant="warning")
                 yield Button("Refuse (n)", id="refuse", variant="primary")
                 yield Button("Later (Esc)", id="later")
-
-    def on_mount(self) -> None:
-        # Refusing is the safe default: Enter on the focused button does nothing outside.
-        self.query_one("#refuse", Button).focus()
 
     @on(Button.Pressed)
     def _pressed(self, event: Button.Pressed) -> None:

@@ -1,0 +1,192 @@
+"""The two questions the knowledge graph puts to the LLM, each held to a JSON schema:
+
+- **extraction**: which (subject, relation, object) facts do these memories state? Several
+  memories go in one request, numbered, and each fact names the memory it came from;
+- **replacement**: which known facts does a new fact make outdated?
+
+The rules follow AriGraph's extraction and replacing prompts, in our own words. A reply that is
+not what was asked (an exception from the client, a wrong shape, numbers out of range) is
+``None``: the caller changes nothing and may ask again later.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from memory.llm import StructuredLLM
+
+log = logging.getLogger(__name__)
+
+NAME_CHARS = 60
+RELATION_CHARS = 40
+RELATION_WORDS = 5
+FACTS_PER_MEMORY = 8
+# Relations about the conversation itself, not the world.
+TALK_RELATIONS = ("says", "said", "asks", "asked", "is talking to", "tells", "told")
+REPLY_TOKENS = 900
+
+EXTRACTION_RULES = (
+    "You keep a personal assistant's knowledge graph. Read the numbered memories and list "
+    "the facts they state, each as a triplet: subject, relation, object.\n"
+    "- Subject and object are single things: a person, place, object, organisation, date, "
+    "activity. Use a person's name when the memory gives it. The person speaking in a "
+    'memory that starts with "User:" is "user"; "Assistant:" is "assistant".\n'
+    '- The relation is a few words ("lives in", "works as", "is sister of", "likes").\n'
+    "- One fact per triplet; split a sentence that states several.\n"
+    "- Leave out small talk and facts about the conversation itself (who is talking, what "
+    "was just said or asked).\n"
+    "- certain is true for a fact the memory states, false for one it only guesses at, "
+    "plans or hopes.\n"
+    "- Give each triplet the number of the memory it comes from. A memory with no lasting "
+    "fact gives none."
+)
+
+REPLACEMENT_RULES = (
+    "You keep a personal assistant's knowledge graph up to date. Below are facts already "
+    "known (numbered) and new facts (lettered), just learnt. List the known facts a new fact "
+    "makes outdated: both must describe the same aspect of the same thing, and the new one "
+    'must say it changed (for "Ana lives in Porto" and then "Ana lives in Lisbon": where Ana '
+    'lives; not for "Ana likes jazz" and then "Ana likes rock", which can both hold). If '
+    "unsure, leave the fact out: keeping both is better than losing one. Most new facts "
+    "replace nothing; then the list is empty."
+)
+
+
+@dataclass(frozen=True)
+class Extracted:
+    memory: int  # index into the memories asked about
+    subject: str
+    relation: str
+    object: str
+    hypothesis: bool
+
+
+def extraction_schema(memories: int) -> dict[str, Any]:
+    name = {"type": "string", "minLength": 1, "maxLength": NAME_CHARS}
+    triplet = {
+        "type": "object",
+        "properties": {
+            "memory": {"type": "integer", "enum": list(range(1, memories + 1))},
+            "subject": name,
+            "relation": {"type": "string", "minLength": 1, "maxLength": RELATION_CHARS},
+            "object": name,
+            "certain": {"type": "boolean"},
+        },
+        "required": ["memory", "subject", "relation", "object", "certain"],
+        "additionalProperties": False,
+    }
+    triplets = {"type": "array", "items": triplet, "maxItems": FACTS_PER_MEMORY * memories}
+    return {
+        "type": "object",
+        "properties": {"triplets": triplets},
+        "required": ["triplets"],
+        "additionalProperties": False,
+    }
+
+
+def extract(llm: StructuredLLM, memories: Sequence[str]) -> list[Extracted] | None:
+    """The facts stated by ``memories`` (texts), or None when the reply was unusable."""
+    numbered = "\n".join(f"{n}. {text}" for n, text in enumerate(memories, start=1))
+    messages = [
+        {"role": "system", "content": EXTRACTION_RULES},
+        {"role": "user", "content": f"Memories:\n{numbered}"},
+    ]
+    reply = _ask(llm, messages, extraction_schema(len(memories)))
+    items = reply.get("triplets") if reply is not None else None
+    if not isinstance(items, list):
+        return None
+    found: list[Extracted] = []
+    for item in items:
+        triplet = _triplet(item, len(memories))
+        if triplet is None:
+            return None
+        if _worth_keeping(triplet) and triplet not in found:
+            found.append(triplet)
+    return found
+
+
+def replacement_schema(known: int, new: int) -> dict[str, Any]:
+    pair = {
+        "type": "object",
+        "properties": {
+            "known": {"type": "integer", "enum": list(range(1, known + 1))},
+            "new": {"enum": [_letter(i) for i in range(new)]},
+        },
+        "required": ["known", "new"],
+        "additionalProperties": False,
+    }
+    return {
+        "type": "object",
+        "properties": {"outdated": {"type": "array", "items": pair, "maxItems": known}},
+        "required": ["outdated"],
+        "additionalProperties": False,
+    }
+
+
+def outdated(
+    llm: StructuredLLM, known: Sequence[str], new: Sequence[str]
+) -> list[tuple[int, int]] | None:
+    """(known index, new index) for each known fact a new one replaces; None: unusable reply."""
+    if not known or not new:
+        return []
+    listed = "\n".join(f"{n}. {text}" for n, text in enumerate(known, start=1))
+    lettered = "\n".join(f"{_letter(i)}. {text}" for i, text in enumerate(new))
+    messages = [
+        {"role": "system", "content": REPLACEMENT_RULES},
+        {"role": "user", "content": f"Known facts:\n{listed}\n\nNew facts:\n{lettered}"},
+    ]
+    reply = _ask(llm, messages, replacement_schema(len(known), len(new)))
+    pairs = reply.get("outdated") if reply is not None else None
+    if not isinstance(pairs, list):
+        return None
+    letters = [_letter(i) for i in range(len(new))]
+    found: list[tuple[int, int]] = []
+    for pair in pairs:
+        number = pair.get("known") if isinstance(pair, dict) else None
+        letter = pair.get("new") if isinstance(pair, dict) else None
+        if not isinstance(number, int) or not 1 <= number <= len(known) or letter not in letters:
+            return None
+        if (number - 1, letters.index(letter)) not in found:
+            found.append((number - 1, letters.index(letter)))
+    return found
+
+
+def _ask(llm: StructuredLLM, messages: list[dict[str, str]], schema: dict[str, Any]) -> Any:
+    try:
+        return llm.complete_json(messages, schema, max_tokens=REPLY_TOKENS)
+    except Exception as error:  # any failure of the client is "no answer" (memory.llm)
+        log.warning("knowledge graph: no usable answer: %s", error)
+        return None
+
+
+def _triplet(item: Any, memories: int) -> Extracted | None:
+    if not isinstance(item, dict):
+        return None
+    number = item.get("memory")
+    parts = [item.get(key) for key in ("subject", "relation", "object")]
+    if not isinstance(number, int) or not 1 <= number <= memories:
+        return None
+    if not all(isinstance(part, str) for part in parts):
+        return None
+    subject, relation, obj = (" ".join(str(part).split()) for part in parts)
+    return Extracted(number - 1, subject, relation.lower(), obj, item.get("certain") is False)
+
+
+def _worth_keeping(triplet: Extracted) -> bool:
+    """Not empty, not a loop, a relation of a few words, not about the talk itself."""
+    if not (triplet.subject and triplet.relation and triplet.object):
+        return False
+    if triplet.subject.casefold() == triplet.object.casefold():
+        return False
+    if len(triplet.relation.split()) > RELATION_WORDS:
+        return False
+    talk = {"user", "assistant", "you", "i"}
+    between_speakers = {triplet.subject.casefold(), triplet.object.casefold()} <= talk
+    return not between_speakers and triplet.relation not in TALK_RELATIONS
+
+
+def _letter(index: int) -> str:
+    return chr(ord("a") + index) if index < 26 else f"z{index}"

@@ -1,0 +1,278 @@
+"""The knowledge graph's tables in LanceDB, beside the memory stream.
+
+- ``graph_entities``: the semantic vertices (a person, a place, a thing), each with the names it
+  has been called by (aliases) and the embedding of its name.
+- ``graph_triplets``: the semantic edges (subject, relation, object), each with the memories it
+  was learnt from (its episodes), when it started to hold and, once a later fact replaced it,
+  when it stopped (``valid_until``) and which triplet replaced it. Nothing is deleted: a
+  replaced fact answers questions about the past.
+- ``graph_episodes``: the episodic vertices, one per memory the extraction has read, with the
+  triplets it gave (none is a valid answer: that memory is not read again).
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+from numpy.typing import NDArray
+
+from memory.embedder import Embedder
+from memory.locking import WriteLock
+from memory.records import TIMESTAMP, _aware, utc_now
+from memory.table import Table, in_list, quote
+
+
+@dataclass(frozen=True)
+class Entity:
+    id: str
+    name: str
+    aliases: tuple[str, ...] = ()
+
+    @property
+    def names(self) -> tuple[str, ...]:
+        return (self.name, *self.aliases)
+
+
+@dataclass(frozen=True)
+class Triplet:
+    id: str
+    subject: str  # entity id
+    relation: str
+    object: str  # entity id
+    subject_name: str
+    object_name: str
+    episodes: tuple[str, ...]
+    valid_from: datetime
+    hypothesis: bool = False
+    valid_until: datetime | None = None
+    replaced_by: str | None = None
+
+    @property
+    def text(self) -> str:
+        return f"{self.subject_name} {self.relation} {self.object_name}"
+
+    @property
+    def current(self) -> bool:
+        return self.valid_until is None
+
+    def describe(self) -> str:
+        """One line for a prompt or a screen: the fact, and whether it still holds."""
+        maybe = " (maybe)" if self.hypothesis else ""
+        if self.valid_until is None:
+            return f"{self.text}{maybe}"
+        return (
+            f"{self.text}{maybe} (until {self.valid_until.date().isoformat()}, "
+            f"since {self.valid_from.date().isoformat()})"
+        )
+
+
+def entities_schema(dimensions: int) -> pa.Schema:
+    return pa.schema(
+        [
+            pa.field("id", pa.string(), nullable=False),
+            pa.field("name", pa.string(), nullable=False),
+            pa.field("aliases", pa.list_(pa.string())),
+            pa.field("created_at", TIMESTAMP, nullable=False),
+            pa.field("vector", pa.list_(pa.float32(), dimensions)),
+        ]
+    )
+
+
+def triplets_schema(dimensions: int) -> pa.Schema:
+    return pa.schema(
+        [
+            pa.field("id", pa.string(), nullable=False),
+            pa.field("subject", pa.string(), nullable=False),
+            pa.field("relation", pa.string(), nullable=False),
+            pa.field("object", pa.string(), nullable=False),
+            pa.field("subject_name", pa.string(), nullable=False),
+            pa.field("object_name", pa.string(), nullable=False),
+            pa.field("text", pa.string(), nullable=False),
+            pa.field("hypothesis", pa.bool_(), nullable=False),
+            pa.field("episodes", pa.list_(pa.string())),
+            pa.field("valid_from", TIMESTAMP, nullable=False),
+            pa.field("valid_until", TIMESTAMP),
+            pa.field("replaced_by", pa.string()),
+            pa.field("created_at", TIMESTAMP, nullable=False),
+            pa.field("vector", pa.list_(pa.float32(), dimensions)),
+        ]
+    )
+
+
+EPISODES_SCHEMA = pa.schema(
+    [
+        pa.field("id", pa.string(), nullable=False),
+        pa.field("triplets", pa.list_(pa.string())),
+        pa.field("extracted_at", TIMESTAMP, nullable=False),
+    ]
+)
+TRIPLET_COLUMNS = [name for name in triplets_schema(1).names if name != "vector"]
+
+
+class GraphStore:
+    def __init__(self, database: Any, lock: WriteLock, embedder: Embedder) -> None:
+        self.embedder = embedder
+        self._dimensions = dimensions = embedder.dimensions
+        self.entities = Table(
+            database, "graph_entities", entities_schema(dimensions), lock, text_column="name"
+        )
+        self.triplets = Table(database, "graph_triplets", triplets_schema(dimensions), lock)
+        self.episodes = Table(
+            database, "graph_episodes", EPISODES_SCHEMA, lock, None, vector_column=None
+        )
+
+    # Entities
+
+    def all_entities(self) -> tuple[list[Entity], NDArray[np.float32]]:
+        """Every entity and the embeddings of their names (one row each, in the same order)."""
+        rows = self.entities.query(columns=["id", "name", "aliases", "vector"]).to_pylist()
+        vectors = np.array([row["vector"] for row in rows], dtype=np.float32)
+        return [_entity(row) for row in rows], vectors.reshape(len(rows), self._dimensions)
+
+    def add_entity(self, name: str, vector: NDArray[np.float32] | None = None) -> Entity:
+        if vector is None:
+            vector = self.embedder.embed([name])[0]
+        entity = Entity(id=uuid.uuid4().hex, name=name)
+        self.entities.add(
+            [
+                {
+                    "id": entity.id,
+                    "name": name,
+                    "aliases": [],
+                    "created_at": utc_now(),
+                    "vector": vector.astype(np.float32).tolist(),
+                }
+            ]
+        )
+        return entity
+
+    def add_alias(self, entity: Entity, alias: str) -> Entity:
+        if alias in entity.names:
+            return entity
+        merged = Entity(entity.id, entity.name, (*entity.aliases, alias))
+        self.entities.update(f"id = {quote(entity.id)}", {"aliases": list(merged.aliases)})
+        return merged
+
+    # Triplets
+
+    def add_triplets(self, triplets: Sequence[Triplet]) -> None:
+        if not triplets:
+            return
+        vectors = self.embedder.embed([t.text for t in triplets])
+        now = utc_now()
+        self.triplets.add(
+            [
+                {
+                    "id": t.id,
+                    "subject": t.subject,
+                    "relation": t.relation,
+                    "object": t.object,
+                    "subject_name": t.subject_name,
+                    "object_name": t.object_name,
+                    "text": t.text,
+                    "hypothesis": t.hypothesis,
+                    "episodes": list(t.episodes),
+                    "valid_from": t.valid_from,
+                    "valid_until": t.valid_until,
+                    "replaced_by": t.replaced_by,
+                    "created_at": now,
+                    "vector": vector.astype(np.float32).tolist(),
+                }
+                for t, vector in zip(triplets, vectors, strict=True)
+            ]
+        )
+
+    def add_episode(self, triplet: Triplet, record_id: str) -> None:
+        """One more memory supports a fact already known."""
+        if record_id not in triplet.episodes:
+            episodes = [*triplet.episodes, record_id]
+            self.triplets.update(f"id = {quote(triplet.id)}", {"episodes": episodes})
+
+    def retire(self, triplet_id: str, at: datetime, replaced_by: str | None) -> None:
+        """The fact stopped holding at ``at`` (it is kept, for questions about the past)."""
+        self.triplets.update(
+            f"id = {quote(triplet_id)}", {"valid_until": at, "replaced_by": replaced_by}
+        )
+
+    def triplets_about(
+        self, entity_ids: Sequence[str], current_only: bool = False
+    ) -> list[Triplet]:
+        """The triplets incident to any of ``entity_ids`` (as subject or object)."""
+        if not entity_ids:
+            return []
+        where = f"({in_list('subject', entity_ids)} OR {in_list('object', entity_ids)})"
+        if current_only:
+            where += " AND valid_until IS NULL"
+        return [_triplet(row) for row in self.triplets.query(where, TRIPLET_COLUMNS).to_pylist()]
+
+    def get_triplets(self, triplet_ids: Sequence[str]) -> list[Triplet]:
+        if not triplet_ids:
+            return []
+        rows = self.triplets.query(in_list("id", triplet_ids), TRIPLET_COLUMNS).to_pylist()
+        by_id = {row["id"]: _triplet(row) for row in rows}
+        return [by_id[i] for i in triplet_ids if i in by_id]
+
+    def nearest_triplets(self, vector: NDArray[np.float32], limit: int) -> list[Triplet]:
+        if not self.triplets.count():
+            return []
+        found = self.triplets.vector_search(vector.tolist(), limit, None, TRIPLET_COLUMNS)
+        return [_triplet(row) for row in found.to_pylist()]
+
+    def triplet_vectors(self, triplet_ids: Sequence[str]) -> dict[str, NDArray[np.float32]]:
+        if not triplet_ids:
+            return {}
+        rows = self.triplets.query(in_list("id", triplet_ids), ["id", "vector"]).to_pylist()
+        return {row["id"]: np.asarray(row["vector"], dtype=np.float32) for row in rows}
+
+    # Episodes
+
+    def add_episodes(self, extracted: dict[str, list[str]]) -> None:
+        """Mark memories as read, each with the triplets it gave."""
+        if extracted:
+            now = utc_now()
+            self.episodes.upsert(
+                [
+                    {"id": record_id, "triplets": ids, "extracted_at": now}
+                    for record_id, ids in extracted.items()
+                ]
+            )
+
+    def read_episodes(self, record_ids: Sequence[str]) -> set[str]:
+        """Which of ``record_ids`` the extraction has already read."""
+        if not record_ids:
+            return set()
+        rows = self.episodes.query(in_list("id", record_ids), ["id"]).to_pylist()
+        return {row["id"] for row in rows}
+
+    def episode_sizes(self, record_ids: Sequence[str]) -> dict[str, int]:
+        """How many triplets each memory gave (N in the episode score)."""
+        if not record_ids:
+            return {}
+        rows = self.episodes.query(in_list("id", record_ids), ["id", "triplets"]).to_pylist()
+        return {row["id"]: len(row["triplets"] or []) for row in rows}
+
+
+def _entity(row: dict[str, Any]) -> Entity:
+    return Entity(id=row["id"], name=row["name"], aliases=tuple(row["aliases"] or ()))
+
+
+def _triplet(row: dict[str, Any]) -> Triplet:
+    return Triplet(
+        id=row["id"],
+        subject=row["subject"],
+        relation=row["relation"],
+        object=row["object"],
+        subject_name=row["subject_name"],
+        object_name=row["object_name"],
+        episodes=tuple(row["episodes"] or ()),
+        valid_from=_aware(row["valid_from"]),
+        hypothesis=bool(row["hypothesis"]),
+        valid_until=_aware(row["valid_until"]) if row["valid_until"] is not None else None,
+        replaced_by=row["replaced_by"],
+    )

@@ -1,0 +1,333 @@
+"""The knowledge graph: extraction, entities, replacement and search, on real LanceDB with the
+real embedder; a scripted LLM drives the control flow (the real local model is in
+test_graph_real.py)."""
+
+from __future__ import annotations
+
+import itertools
+import math
+from collections.abc import Sequence
+from datetime import UTC, datetime
+from typing import Any
+
+import pytest
+
+from memory.embedder import OnnxSentenceEmbedder
+from memory.graph.extract import EXTRACTION_RULES, REPLACEMENT_RULES
+from memory.graph.graph import KnowledgeGraph
+from memory.graph.search import GraphSearchConfig, episode_score, graph_search
+from memory.graph.store import GraphStore, Triplet
+from memory.stream import MemoryStream
+from tests.memory_helpers import Clock, ScriptedLLM
+
+
+@pytest.fixture
+def store(graph_store: GraphStore) -> GraphStore:
+    return graph_store
+
+
+class GraphLLM(ScriptedLLM):
+    """The scripted model, answering each kind of question from its own script: extraction,
+    replacement, and whether two names are one thing (no by default)."""
+
+    def __init__(
+        self,
+        extractions: Sequence[Any],
+        replacements: Sequence[Any] = (),
+        same: Any = None,
+    ) -> None:
+        super().__init__(self._route)
+        self.scripts = {
+            EXTRACTION_RULES: ScriptedLLM(*extractions),
+            REPLACEMENT_RULES: ScriptedLLM(*(replacements or [{"outdated": []}])),
+        }
+        self.same = ScriptedLLM(same or {"same": False})
+
+    def _route(self, messages: Sequence[dict[str, str]]) -> dict[str, Any]:
+        script = self.scripts.get(messages[0]["content"], self.same)
+        return script.complete_json(messages, {})
+
+    def asked(self, rules: str) -> list[str]:
+        """The questions (last message) of one kind, in order."""
+        return [m[-1]["content"] for m in self.calls if m[0]["content"] == rules]
+
+
+def facts(*triplets: tuple[int, str, str, str]) -> dict[str, Any]:
+    return {
+        "triplets": [
+            {"memory": m, "subject": s, "relation": r, "object": o, "certain": True}
+            for m, s, r, o in triplets
+        ]
+    }
+
+
+def replaced(*pairs: tuple[int, str]) -> dict[str, Any]:
+    return {"outdated": [{"known": known, "new": new} for known, new in pairs]}
+
+
+def current_texts(store: GraphStore, name: str) -> set[str]:
+    entity = next(e for e in store.all_entities()[0] if e.name == name)
+    return {t.text for t in store.triplets_about([entity.id], current_only=True)}
+
+
+def test_facts_are_learnt_in_batches_and_linked_to_their_memories(
+    stream: MemoryStream, store: GraphStore, embedder: OnnxSentenceEmbedder
+) -> None:
+    said = [
+        stream.add("User: My sister Ana lives in Porto and works as a nurse.", source="user"),
+        stream.add("User: I had pasta for lunch.", source="user"),
+        stream.add("User: Ana is getting married in June.", source="user"),
+    ]
+    llm = GraphLLM(
+        [
+            facts(
+                (1, "Ana", "is sister of", "user"),
+                (1, "Ana", "lives in", "Porto"),
+                (1, "Ana", "works as", "nurse"),
+                (1, "user", "said", "hello"),  # about the talk: left out
+                (3, "Ana", "is getting married in", "June"),
+            )
+        ],
+        [replaced()],  # nothing known about Ana is outdated by the June wedding
+    )
+    graph = KnowledgeGraph(store, embedder, llm, batch=3)
+    learnt = graph.learn(said)
+    assert (learnt.read, learnt.triplets, learnt.replaced) == (3, 4, 0)
+    # One extraction for the batch, then one replacement question: only the third memory
+    # brought facts about an entity already known from an earlier memory. (The names are far
+    # from each other: no question about entities.)
+    assert learnt.llm_calls == 2 and len(llm.calls) == 2
+    assert "1. User: My sister Ana" in llm.asked(EXTRACTION_RULES)[0]
+    [question] = llm.asked(REPLACEMENT_RULES)
+    assert "Ana lives in Porto" in question and "a. Ana is getting married in June" in question
+    assert current_texts(store, "Ana") == {
+        "Ana is sister of user",
+        "Ana lives in Porto",
+        "Ana works as nurse",
+        "Ana is getting married in June",
+    }
+    triplets = store.triplets_about([e.id for e in store.all_entities()[0]])
+    by_text = {t.text: t for t in triplets}
+    assert by_text["Ana lives in Porto"].episodes == (said[0].id,)
+    assert by_text["Ana is getting married in June"].episodes == (said[2].id,)
+    # The lunch memory gave nothing and is not read again; nothing is asked a second time.
+    assert store.episode_sizes([r.id for r in said]) == {
+        said[0].id: 3,
+        said[1].id: 0,
+        said[2].id: 1,
+    }
+    assert graph.unread(said) == [] and graph.learn(said).llm_calls == 0
+
+
+def test_a_changed_fact_replaces_the_old_one_which_keeps_its_valid_until(
+    stream: MemoryStream, store: GraphStore, embedder: OnnxSentenceEmbedder, clock: Clock
+) -> None:
+    porto = stream.add("User: Ana lives in Porto.", source="user")
+    clock.advance(days=30)
+    lisbon = stream.add("User: Ana moved to Lisbon last week.", source="user")
+    llm = GraphLLM(
+        [facts((1, "Ana", "lives in", "Porto")), facts((1, "Ana", "lives in", "Lisbon"))],
+        [replaced((1, "a"))],
+    )
+    graph = KnowledgeGraph(store, embedder, llm, batch=1)
+    assert graph.learn([porto, lisbon]).replaced == 1
+    assert "1. Ana lives in Porto" in llm.asked(REPLACEMENT_RULES)[0]
+    assert current_texts(store, "Ana") == {"Ana lives in Lisbon"}
+    history = {t.text: t for t in store.triplets_about([e.id for e in store.all_entities()[0]])}
+    old, new = history["Ana lives in Porto"], history["Ana lives in Lisbon"]
+    # It stopped holding when the move happened ("last week", the memory's event time), not
+    # when it was said.
+    assert lisbon.event_time is not None and lisbon.event_time < lisbon.created_at
+    assert old.valid_from == porto.created_at and old.valid_until == lisbon.event_time
+    assert old.replaced_by == new.id and new.current
+    # Both come back from a search; the fact that holds now first, the past one marked.
+    result = graph_search(store, "Where does Ana live?")
+    texts = [t.describe() for t in result.triplets]
+    assert texts[0] == "Ana lives in Lisbon"
+    assert "Ana lives in Porto (until" in " ".join(texts)
+
+
+def test_a_fact_said_again_is_one_triplet_with_two_episodes(
+    stream: MemoryStream, store: GraphStore, embedder: OnnxSentenceEmbedder
+) -> None:
+    first = stream.add("User: Ana loves jazz.", source="user")
+    again = stream.add("User: We went to a concert on Friday, since Ana loves jazz.", source="user")
+    llm = GraphLLM([facts((1, "Ana", "loves", "jazz")), facts((1, "ana", "loves", "Jazz"))])
+    graph = KnowledgeGraph(store, embedder, llm, batch=1)
+    assert graph.learn([first, again]).triplets == 1
+    [triplet] = store.triplets_about([e.id for e in store.all_entities()[0]])
+    assert triplet.episodes == (first.id, again.id)
+
+
+@pytest.mark.parametrize(
+    "reply",
+    [
+        RuntimeError("the server is down"),
+        {},
+        {"triplets": "Ana lives in Porto"},
+        {"triplets": [{"memory": 7, "subject": "Ana", "relation": "is", "object": "x"}]},
+        {"triplets": [{"memory": 1, "subject": "Ana", "relation": 3, "object": "x"}]},
+        {"triplets": [None]},
+    ],
+)
+def test_a_broken_or_empty_extraction_changes_nothing(
+    stream: MemoryStream, store: GraphStore, embedder: OnnxSentenceEmbedder, reply: Any
+) -> None:
+    said = stream.add("User: Ana lives in Porto.", source="user")
+    graph = KnowledgeGraph(store, embedder, GraphLLM([reply]))
+    assert graph.learn([said]).read == 0
+    assert store.all_entities()[0] == [] and store.episode_sizes([said.id]) == {}
+    # Left unread, so the next pass tries again.
+    assert graph.unread([said]) == [said]
+
+
+@pytest.mark.parametrize(
+    "reply", [RuntimeError("timeout"), {"outdated": [{"known": 9, "new": "a"}]}, {"x": 1}]
+)
+def test_a_broken_replacement_answer_keeps_both_facts(
+    stream: MemoryStream, store: GraphStore, embedder: OnnxSentenceEmbedder, reply: Any
+) -> None:
+    porto = stream.add("User: Ana lives in Porto.", source="user")
+    lisbon = stream.add("User: Ana moved to Lisbon.", source="user")
+    llm = GraphLLM(
+        [facts((1, "Ana", "lives in", "Porto")), facts((1, "Ana", "lives in", "Lisbon"))], [reply]
+    )
+    KnowledgeGraph(store, embedder, llm, batch=1).learn([porto, lisbon])
+    assert current_texts(store, "Ana") == {"Ana lives in Porto", "Ana lives in Lisbon"}
+
+
+def test_names_of_one_thing_become_one_entity_with_aliases(
+    store: GraphStore, embedder: OnnxSentenceEmbedder
+) -> None:
+    asked: list[str] = []
+
+    def same(messages: Sequence[dict[str, str]]) -> dict[str, Any]:
+        question = messages[-1]["content"]
+        asked.append(question)
+        return {"same": '"Ana Silva"' in question}
+
+    graph = KnowledgeGraph(store, embedder, ScriptedLLM(same))
+    ana = graph.resolve("Ana")
+    assert graph.resolve("ana") == ana and graph.resolve("the Ana") == ana  # no LLM needed
+    assert asked == []
+    nurse = graph.resolve("nurse")
+    assert graph.resolve("a nurse").id == nurse.id  # an article does not count
+    # Close names go to the LLM: "Ana Silva" is Ana (cosine 0.64), "Lisbon" is not Porto (0.69).
+    assert graph.resolve("Ana Silva").id == ana.id
+    porto = graph.resolve("Porto")
+    assert graph.resolve("Lisbon").id != porto.id
+    assert any('New name: "Ana Silva"' in q for q in asked)
+    assert any('New name: "Lisbon"' in q for q in asked)
+    # Far names do not: "Tiago" is nothing like any entity.
+    before = len(asked)
+    graph.resolve("Tiago")
+    assert len(asked) == before
+    merged = next(e for e in store.all_entities()[0] if e.id == ana.id)
+    assert merged.aliases == ("Ana Silva",) and graph.resolve("ANA SILVA").id == ana.id
+
+
+def test_no_answer_on_a_name_makes_a_new_entity(
+    store: GraphStore, embedder: OnnxSentenceEmbedder
+) -> None:
+    graph = KnowledgeGraph(store, embedder, ScriptedLLM(RuntimeError("down")))
+    ana = graph.resolve("Ana")
+    assert graph.resolve("Ana Silva").id != ana.id
+
+
+def test_the_episode_score_is_the_papers_formula() -> None:
+    assert episode_score(2, 4) == pytest.approx(2 / 4 * math.log(4))  # 0.693
+    assert episode_score(3, 3) == pytest.approx(math.log(3))  # 1.099
+    assert episode_score(1, 1) == 0.0 and episode_score(0, 0) == 0.0
+    assert episode_score(1, 10) == pytest.approx(0.1 * math.log(10))  # 0.230
+
+
+def chain(store: GraphStore, names: Sequence[str], episodes: Sequence[str]) -> list[Triplet]:
+    """A path of facts name0 -knows-> name1 -knows-> name2 …, each from its own memory."""
+    entities = [store.add_entity(name) for name in names]
+    triplets = [
+        Triplet(
+            id=f"t{i}",
+            subject=a.id,
+            relation="knows",
+            object=b.id,
+            subject_name=a.name,
+            object_name=b.name,
+            episodes=(episodes[i],),
+            valid_from=datetime(2026, 1, 1, tzinfo=UTC),
+        )
+        for i, (a, b) in enumerate(itertools.pairwise(entities))
+    ]
+    store.add_triplets(triplets)
+    store.add_episodes({episode: [f"t{i}"] for i, episode in enumerate(episodes)})
+    return triplets
+
+
+def test_search_expands_breadth_first_within_depth_and_width(
+    store: GraphStore, embedder: OnnxSentenceEmbedder
+) -> None:
+    names = ["Ana", "Bruno", "Carla", "Duarte", "Elisa", "Filipe"]
+    chain(store, names, [f"m{i}" for i in range(5)])
+
+    def found(depth: int, width: int = 3) -> list[str]:
+        config = GraphSearchConfig(k=1, depth=depth, width=width)
+        result = graph_search(store, "Who does Ana know?", config)
+        return sorted(t.id for t in result.triplets)
+
+    assert found(0) == ["t0"]  # the nearest triplet only
+    assert found(1) == ["t0", "t1"]  # Bruno's other fact
+    assert found(2) == ["t0", "t1", "t2"]
+    assert found(10) == ["t0", "t1", "t2", "t3", "t4"]  # the whole path, and no further
+
+    # Width: of an entity's incident facts, only the `width` nearest the query are taken.
+    hub = store.all_entities()[0][1]  # Bruno
+    extra = [
+        Triplet(
+            id=f"x{i}",
+            subject=hub.id,
+            relation="plays",
+            object=store.add_entity(game).id,
+            subject_name=hub.name,
+            object_name=game,
+            episodes=("m-games",),
+            valid_from=store.triplets_about([hub.id])[0].valid_from,
+        )
+        for i, game in enumerate(["chess", "tennis", "football"])
+    ]
+    store.add_triplets(extra)
+    config = GraphSearchConfig(k=1, depth=1, width=1)
+    result = graph_search(store, "Who does Ana know?", config)
+    assert len(result.triplets) == 2  # t0, then one incident fact per entity of it
+
+
+def test_episodes_are_ranked_by_the_share_of_their_facts_that_were_found(
+    store: GraphStore, embedder: OnnxSentenceEmbedder, stream: MemoryStream
+) -> None:
+    # m-rich gave three facts about Ana; m-thin gave one about Ana and five about the weather.
+    llm = GraphLLM(
+        [
+            facts(
+                (1, "Ana", "lives in", "Porto"),
+                (1, "Ana", "works as", "nurse"),
+                (1, "Ana", "loves", "jazz"),
+                (2, "Ana", "has", "cat"),
+                (2, "weather", "was", "rainy"),
+                (2, "rain", "fell on", "Monday"),
+                (2, "wind", "blew from", "north"),
+                (2, "sky", "was", "grey"),
+                (2, "sea", "was", "rough"),
+            )
+        ],
+    )
+    rich = stream.add("User: Ana lives in Porto, is a nurse and loves jazz.", source="user")
+    thin = stream.add(
+        "User: Ana has a cat. Rainy Monday, north wind, grey sky, rough sea.", source="user"
+    )
+    KnowledgeGraph(store, embedder, llm, batch=2).learn([rich, thin])
+    config = GraphSearchConfig(k=4, depth=1, width=5)
+    result = graph_search(store, "Tell me about Ana", config)
+    scores = {e.record_id: e for e in result.episodes}
+    assert result.episodes[0].record_id == rich.id
+    assert scores[rich.id].size == 3 and scores[thin.id].size == 6
+    assert scores[rich.id].score == pytest.approx(
+        episode_score(scores[rich.id].found, 3)
+    ) and scores[thin.id].score == pytest.approx(episode_score(scores[thin.id].found, 6))

@@ -1,0 +1,41 @@
+"""The knowledge graph with the default profile's local model (1.5B) on a short conversation:
+real extraction, entity resolution and replacement, real LanceDB and embedder."""
+
+from __future__ import annotations
+
+import pytest
+
+from assistant.llm.client import LLMClient
+from memory.graph.graph import KnowledgeGraph
+from memory.graph.search import graph_search
+from memory.graph.store import GraphStore
+from memory.stream import MemoryStream
+
+pytestmark = pytest.mark.slow
+
+CONVERSATION = [
+    "User: My sister Ana lives in Porto and works as a nurse.",
+    "User: I had pasta for lunch today.",
+    "User: Big news: Ana moved to Lisbon.",
+]
+
+
+def test_the_local_model_learns_a_short_conversation(
+    quality_llm: LLMClient, stream: MemoryStream, graph_store: GraphStore
+) -> None:
+    said = [stream.add(text, source="user") for text in CONVERSATION]
+    graph = KnowledgeGraph(graph_store, graph_store.embedder, quality_llm)
+    learnt = graph.learn(said)
+    assert learnt.read == 3 and learnt.triplets >= 2
+    entities, _ = graph_store.all_entities()
+    triplets = graph_store.triplets_about([e.id for e in entities])
+    by_memory = {r.id: [t.text for t in triplets if r.id in t.episodes] for r in said}
+    # Each fact is credited to the memory that said it.
+    assert any("Porto" in text for text in by_memory[said[0].id]), by_memory
+    assert any("Lisbon" in text for text in by_memory[said[2].id]), by_memory
+    assert not any("Lisbon" in text for text in by_memory[said[0].id]), by_memory
+    # Ana is one entity, and a search for where she lives starts from her facts.
+    assert sum(e.name.casefold() == "ana" for e in entities) == 1
+    found = graph_search(graph_store, "Where does Ana live?").triplets[:3]
+    assert any("Lisbon" in t.text or "Porto" in t.text for t in found), found
+    assert graph.unread(said) == []
