@@ -70,7 +70,9 @@ def test_a_fact_from_turn_1_is_retrieved_into_the_prompt_at_turn_25(
         lunch = LUNCHES[number % len(LUNCHES)]
         turns.append(agent.respond(UserText(f"Day {number}: I had {lunch} for lunch today.")))
     llm.filler = None
-    assert any(turn.flushed for turn in turns) and context.summary and llm.summaries > 1
+    # At least one flush, whose summary the real model wrote (the recursive summaries after it
+    # are the agent tests' subject, with a scripted model).
+    assert any(turn.flushed for turn in turns) and context.summary and llm.summaries >= 1
     asked = len(llm.prompts)
     agent.respond(UserText("Where does my sister live?"))
     prompt = llm.prompts[asked]

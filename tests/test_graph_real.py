@@ -1,4 +1,4 @@
-"""The knowledge graph with the default profile's local model (1.5B) on a short conversation:
+"""The knowledge graph with the default profile's local model (1.5B) on a two-turn conversation:
 real extraction, entity resolution and replacement, real LanceDB and embedder."""
 
 from __future__ import annotations
@@ -15,7 +15,6 @@ pytestmark = pytest.mark.slow
 
 CONVERSATION = [
     "User: My sister Ana lives in Porto and works as a nurse.",
-    "User: I had pasta for lunch today.",
     "User: Big news: Ana moved to Lisbon.",
 ]
 
@@ -26,13 +25,13 @@ def test_the_local_model_learns_a_short_conversation(
     said = [stream.add(text, source="user") for text in CONVERSATION]
     graph = KnowledgeGraph(graph_store, graph_store.embedder, quality_llm)
     learnt = graph.learn(said)
-    assert learnt.read == 3 and learnt.triplets >= 2
+    assert learnt.read == 2 and learnt.triplets >= 2
     entities, _ = graph_store.all_entities()
     triplets = graph_store.triplets_about([e.id for e in entities])
     by_memory = {r.id: [t.text for t in triplets if r.id in t.episodes] for r in said}
     # Each fact is credited to the memory that said it.
     assert any("Porto" in text for text in by_memory[said[0].id]), by_memory
-    assert any("Lisbon" in text for text in by_memory[said[2].id]), by_memory
+    assert any("Lisbon" in text for text in by_memory[said[1].id]), by_memory
     assert not any("Lisbon" in text for text in by_memory[said[0].id]), by_memory
     # Ana is one entity, and a search for where she lives starts from her facts.
     assert sum(e.name.casefold() == "ana" for e in entities) == 1
