@@ -5,12 +5,13 @@ from __future__ import annotations
 
 import logging
 import threading
+from abc import ABC, abstractmethod
 
 log = logging.getLogger(__name__)
 
 
-class BackgroundWorker:
-    """Subclasses define :meth:`work`; it gets the stop event (set on close) to give up early."""
+class BackgroundWorker(ABC):
+    """Subclasses define :meth:`work` and call :meth:`start` once they are set up."""
 
     def __init__(self, name: str, interval_s: float = 60.0) -> None:
         self._interval_s = interval_s
@@ -24,8 +25,9 @@ class BackgroundWorker:
     def start(self) -> None:
         self._thread.start()
 
+    @abstractmethod
     def work(self, stop: threading.Event) -> None:
-        raise NotImplementedError
+        """One pass of the work; ``stop`` is set on close, to give up early."""
 
     def poke(self) -> None:
         """Do the work now (e.g. after new records were added)."""

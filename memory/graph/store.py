@@ -123,6 +123,7 @@ class GraphStore:
             database, "graph_entities", entities_schema(dimensions), lock, text_column="name"
         )
         self.triplets = Table(database, "graph_triplets", triplets_schema(dimensions), lock)
+        self._entities: tuple[list[Entity], NDArray[np.float32]] | None = None
         self.episodes = Table(
             database, "graph_episodes", EPISODES_SCHEMA, lock, None, vector_column=None
         )
@@ -130,15 +131,23 @@ class GraphStore:
     # Entities
 
     def all_entities(self) -> tuple[list[Entity], NDArray[np.float32]]:
-        """Every entity and the embeddings of their names (one row each, in the same order)."""
-        rows = self.entities.query(columns=["id", "name", "aliases", "vector"]).to_pylist()
-        vectors = np.array([row["vector"] for row in rows], dtype=np.float32)
-        return [_entity(row) for row in rows], vectors.reshape(len(rows), self._dimensions)
+        """Every entity and the embeddings of their names (one row each, in the same order).
+        Read once and kept: every name of every fact learnt is resolved against it, and only
+        this store writes the table (``add_entity`` and ``add_alias`` drop the copy)."""
+        if self._entities is None:
+            rows = self.entities.query(columns=["id", "name", "aliases", "vector"]).to_pylist()
+            vectors = np.array([row["vector"] for row in rows], dtype=np.float32)
+            self._entities = (
+                [_entity(row) for row in rows],
+                vectors.reshape(len(rows), self._dimensions),
+            )
+        return self._entities
 
     def add_entity(self, name: str, vector: NDArray[np.float32] | None = None) -> Entity:
         if vector is None:
             vector = self.embedder.embed([name])[0]
         entity = Entity(id=uuid.uuid4().hex, name=name)
+        self._entities = None
         self.entities.add(
             [
                 {
@@ -156,6 +165,7 @@ class GraphStore:
         if alias in entity.names:
             return entity
         merged = Entity(entity.id, entity.name, (*entity.aliases, alias))
+        self._entities = None
         self.entities.update(f"id = {quote(entity.id)}", {"aliases": list(merged.aliases)})
         return merged
 
