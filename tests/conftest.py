@@ -32,9 +32,12 @@ REPO = Path(__file__).resolve().parent.parent
 
 
 @pytest.fixture(scope="session")
-def session_cache(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """One model cache for the whole run, so split weights are assembled once."""
-    return tmp_path_factory.mktemp("cache")
+def session_cache(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
+    """One model cache for the whole run, so split weights are assembled once; removed at the
+    end (1.7 GB of weights, and pytest keeps the folders of its last three runs)."""
+    cache = tmp_path_factory.mktemp("cache")
+    yield cache
+    shutil.rmtree(cache, ignore_errors=True)
 
 
 def make_loaded(

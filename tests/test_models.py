@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 
+from assistant.settings import Settings
 from models import ModelError, ModelStore, PackagePart, Progress, load_manifest
 from models.store import PartLocator, locate_installed_part
 
@@ -39,23 +40,28 @@ def test_manifest_has_both_profiles_for_every_part() -> None:
 
 @pytest.mark.slow
 @pytest.mark.parametrize("weight_id", SPLIT_WEIGHTS)
-def test_split_weight_is_assembled_verified_and_reused(session_cache: Path, weight_id: str) -> None:
+def test_split_weight_is_assembled_verified_and_reused(
+    fast_settings: Settings, weight_id: str
+) -> None:
+    # The session's own model folder: the weights are assembled there once (1.7 GB), whichever
+    # test needs them first.
+    cache = fast_settings.models_cache_dir
     weight = MANIFEST.weights[weight_id]
-    store = ModelStore(session_cache)
+    store = ModelStore(cache)
     seen: list[Progress] = []
     resolved = store.resolve(weight, seen.append)
     for weight_file in weight.files:
         path = resolved.paths[weight_file.name]
         assert path.stat().st_size == weight_file.size
         if weight_file.is_split:
-            assert path.is_relative_to(session_cache)
+            assert path.is_relative_to(cache)
             assert sha256(path) == weight_file.sha256
-    assert (session_cache / weight_id / "model.bin").exists() or resolved.directory is None
-    assert not list((session_cache / weight_id).glob(".*.tmp")), "no temp file may be left"
+    assert (cache / weight_id / "model.bin").exists() or resolved.directory is None
+    assert not list((cache / weight_id).glob(".*.tmp")), "no temp file may be left"
 
     again: list[Progress] = []
     mtimes = {name: path.stat().st_mtime_ns for name, path in resolved.paths.items()}
-    second = ModelStore(session_cache).resolve(weight, again.append)
+    second = ModelStore(cache).resolve(weight, again.append)
     assert second.paths == resolved.paths
     assert {n: p.stat().st_mtime_ns for n, p in second.paths.items()} == mtimes
     assert again == [], "a second run must neither assemble nor re-hash"
