@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import itertools
 import math
+import threading
 from collections.abc import Sequence
 from datetime import UTC, datetime
 from typing import Any
@@ -13,12 +14,14 @@ from typing import Any
 import pytest
 
 from memory.embedder import OnnxSentenceEmbedder
-from memory.graph.extract import EXTRACTION_RULES, REPLACEMENT_RULES
-from memory.graph.graph import KnowledgeGraph
-from memory.graph.search import GraphSearchConfig, episode_score, graph_search
+from memory.graph import graph as graph_module
+from memory.graph.extract import EXTRACT, OUTDATED, extraction_schema
+from memory.graph.graph import REPLACEMENT_CANDIDATES, GraphLearner, KnowledgeGraph
+from memory.graph.search import GraphRelevance, GraphSearchConfig, episode_score, graph_search
 from memory.graph.store import GraphStore, Triplet
-from memory.stream import MemoryStream
-from tests.memory_helpers import Clock, ScriptedLLM
+from memory.scoring import RetrievalWeights
+from memory.stream import MemoryConfig, MemoryStream
+from tests.memory_helpers import Clock, ScriptedLLM, store_fact
 
 
 @pytest.fixture
@@ -38,18 +41,19 @@ class GraphLLM(ScriptedLLM):
     ) -> None:
         super().__init__(self._route)
         self.scripts = {
-            EXTRACTION_RULES: ScriptedLLM(*extractions),
-            REPLACEMENT_RULES: ScriptedLLM(*(replacements or [{"outdated": []}])),
+            EXTRACT: ScriptedLLM(*extractions),
+            OUTDATED: ScriptedLLM(*(replacements or [{"outdated": []}])),
         }
         self.same = ScriptedLLM(same or {"same": False})
 
     def _route(self, messages: Sequence[dict[str, str]]) -> dict[str, Any]:
-        script = self.scripts.get(messages[0]["content"], self.same)
+        task = messages[-1]["content"].split("\n", 1)[0]
+        script = self.scripts.get(task, self.same)
         return script.complete_json(messages, {})
 
-    def asked(self, rules: str) -> list[str]:
-        """The questions (last message) of one kind, in order."""
-        return [m[-1]["content"] for m in self.calls if m[0]["content"] == rules]
+    def asked(self, task: str) -> list[str]:
+        """The questions (last message) of one task, in order."""
+        return [m[-1]["content"] for m in self.calls if m[-1]["content"].startswith(task)]
 
 
 def facts(*triplets: tuple[int, str, str, str]) -> dict[str, Any]:
@@ -97,8 +101,8 @@ def test_facts_are_learnt_in_batches_and_linked_to_their_memories(
     # brought facts about an entity already known from an earlier memory. (The names are far
     # from each other: no question about entities.)
     assert learnt.llm_calls == 2 and len(llm.calls) == 2
-    assert "1. User: My sister Ana" in llm.asked(EXTRACTION_RULES)[0]
-    [question] = llm.asked(REPLACEMENT_RULES)
+    assert "1. User: My sister Ana" in llm.asked(EXTRACT)[0]
+    [question] = llm.asked(OUTDATED)
     assert "Ana lives in Porto" in question and "a. Ana is getting married in June" in question
     assert current_texts(store, "Ana") == {
         "Ana is sister of user",
@@ -131,7 +135,7 @@ def test_a_changed_fact_replaces_the_old_one_which_keeps_its_valid_until(
     )
     graph = KnowledgeGraph(store, embedder, llm, batch=1)
     assert graph.learn([porto, lisbon]).replaced == 1
-    assert "1. Ana lives in Porto" in llm.asked(REPLACEMENT_RULES)[0]
+    assert "1. Ana lives in Porto" in llm.asked(OUTDATED)[0]
     assert current_texts(store, "Ana") == {"Ana lives in Lisbon"}
     history = {t.text: t for t in store.triplets_about([e.id for e in store.all_entities()[0]])}
     old, new = history["Ana lives in Porto"], history["Ana lives in Lisbon"]
@@ -331,3 +335,152 @@ def test_episodes_are_ranked_by_the_share_of_their_facts_that_were_found(
     assert scores[rich.id].score == pytest.approx(
         episode_score(scores[rich.id].found, 3)
     ) and scores[thin.id].score == pytest.approx(episode_score(scores[thin.id].found, 6))
+
+
+def test_one_memory_per_request_leaves_the_memory_number_out_of_the_schema() -> None:
+    one = extraction_schema(1)["properties"]["triplets"]["items"]
+    two = extraction_schema(2)["properties"]["triplets"]["items"]
+    assert "memory" not in one["properties"] and "memory" not in one["required"]
+    assert two["properties"]["memory"]["enum"] == [1, 2]
+
+
+def test_an_older_memory_read_late_does_not_retire_a_newer_fact(
+    stream: MemoryStream, store: GraphStore, embedder: OnnxSentenceEmbedder, clock: Clock
+) -> None:
+    porto = stream.add("User: Ana lives in Porto.", source="user")
+    clock.advance(days=30)
+    lisbon = stream.add("User: Ana lives in Lisbon.", source="user")
+    llm = GraphLLM(
+        [
+            {
+                "triplets": [
+                    {"subject": "Ana", "relation": "lives in", "object": "Lisbon", "certain": True}
+                ]
+            },
+            {
+                "triplets": [
+                    {"subject": "Ana", "relation": "lives in", "object": "Porto", "certain": True}
+                ]
+            },
+        ],
+        [replaced((1, "a"))],
+    )
+    graph = KnowledgeGraph(store, embedder, llm)
+    graph.learn([lisbon])
+    assert graph.learn([porto]).replaced == 0  # the model said so; the dates say no
+    assert current_texts(store, "Ana") == {"Ana lives in Lisbon", "Ana lives in Porto"}
+
+
+def test_only_the_known_facts_nearest_the_new_ones_are_asked_about(
+    stream: MemoryStream, store: GraphStore, embedder: OnnxSentenceEmbedder
+) -> None:
+    hobbies = "chess surfing pottery cycling knitting archery rowing origami fencing karate "
+    hobbies += "baking sailing climbing juggling gardening birdwatching"
+    said = stream.add("User: Ana has many hobbies.", source="user")
+    moved = stream.add("User: Ana moved to Lisbon.", source="user")
+    llm = GraphLLM(
+        [
+            facts(
+                *[(1, "Ana", "enjoys", h) for h in hobbies.split()],
+                (1, "Ana", "lives in", "Porto"),
+            ),
+            facts((1, "Ana", "lives in", "Lisbon")),
+        ],
+        [replaced((REPLACEMENT_CANDIDATES, "a"))],
+    )
+    graph = KnowledgeGraph(store, embedder, llm, batch=1)
+    graph.learn([said])
+    graph.learn([moved])
+    [asked] = llm.asked(OUTDATED)
+    listed = [line for line in asked.split("\n") if line[:1].isdigit()]
+    assert len(listed) == REPLACEMENT_CANDIDATES
+    assert any("Ana lives in Porto" in line for line in listed)
+
+
+def test_the_learner_reads_the_newest_page_then_walks_back_to_older_unread_memories(
+    stream: MemoryStream,
+    store: GraphStore,
+    embedder: OnnxSentenceEmbedder,
+    clock: Clock,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(graph_module, "RECENT", 3)
+    said = []
+    for n in range(7):
+        said.append(stream.add(f"User: Fact number {n} about Ana.", source="user"))
+        clock.advance(minutes=1)
+    llm = GraphLLM([{"triplets": []}])
+    graph = KnowledgeGraph(store, embedder, llm)
+    learner = GraphLearner(graph, stream, interval_s=3600)
+    try:
+        read: list[set[str]] = []
+        for _ in range(4):
+            learner.poke()
+            assert learner.wait_idle(30)
+            read.append(store.read_episodes([r.id for r in said]))
+        ids = [r.id for r in said]
+        assert read[0] == set(ids[4:])  # the newest page first
+        assert read[1] == set(ids[1:])  # then the page before it
+        assert read[2] == set(ids) == read[3]  # then the rest; then nothing more to read
+    finally:
+        learner.close()
+
+
+@pytest.mark.parametrize("exact", [True, False])
+def test_graph_search_is_a_relevance_source_of_the_memory_retrieval(
+    stream: MemoryStream, store: GraphStore, exact: bool
+) -> None:
+    """The memory behind the fact the graph finds rises to the top, in both scoring modes; with
+    graph_weight 0 the graph changes nothing."""
+    behind = stream.add("User: she just got the keys to a flat by the river Douro.", source="user")
+    for text in [
+        "User: Ana's cat is called Miso.",
+        "User: Where do people in Ana's office eat lunch?",
+        "User: Ana said the weather in Porto is lovely.",
+        "User: I should call Ana this weekend.",
+    ]:
+        stream.add(text, source="user")
+    store_fact(store, "Ana", "lives in", "Porto", (behind.id,))
+    store_fact(store, "Ana", "owns", "cat Miso", ("elsewhere",))
+    question = "Which city does Ana live in?"
+    only_relevance = RetrievalWeights(recency=0.0, importance=0.0, relevance=1.0)
+
+    def top(weight: float) -> list[str]:
+        stream.config = MemoryConfig(graph_weight=weight, exact_scoring=exact)
+        found = stream.retrieve(question, k=5, weights=only_relevance, touch=False)
+        return [f.record.id for f in found]
+
+    stream.graph = GraphRelevance(store, GraphSearchConfig(episodes=10))
+    assert top(0.0)[0] != behind.id  # by words and meaning alone, another memory leads
+    assert top(1.0)[0] == behind.id
+    stream.graph = None
+    assert top(1.0)[0] != behind.id
+
+
+def test_a_failing_graph_source_leaves_retrieval_as_it_was(stream: MemoryStream) -> None:
+    stream.add("User: Ana lives in Porto.", source="user")
+
+    def broken(query: str, vector: Any) -> dict[str, float]:
+        raise OSError("graph table unreadable")
+
+    stream.config = MemoryConfig(graph_weight=1.0)
+    stream.graph = broken
+    [found] = stream.retrieve("Where does Ana live?", k=1)
+    assert found.record.text == "User: Ana lives in Porto."
+
+
+def test_a_stop_during_extraction_leaves_the_memory_unread(
+    stream: MemoryStream, store: GraphStore, embedder: OnnxSentenceEmbedder
+) -> None:
+    said = stream.add("User: Ana lives in Porto.", source="user")
+    stop = threading.Event()
+
+    def extraction(messages: Sequence[dict[str, str]]) -> dict[str, Any]:
+        stop.set()  # the service closes while the model is answering
+        return facts((1, "Ana", "lives in", "Porto"))
+
+    llm = GraphLLM([extraction])
+    graph = KnowledgeGraph(store, embedder, llm)
+    assert graph.learn([said], stop).read == 0
+    assert llm.asked(OUTDATED) == [] and graph.unread([said]) == [said]
+    assert store.triplets_about([e.id for e in store.all_entities()[0]]) == []

@@ -4,7 +4,9 @@
   memories go in one request, numbered, and each fact names the memory it came from;
 - **replacement**: which known facts does a new fact make outdated?
 
-The rules follow AriGraph's extraction and replacing prompts, in our own words. A reply that is
+The rules follow AriGraph's extraction and replacing prompts, in our own words; they share one
+system prompt (GRAPH_RULES) with the knowledge graph's third question, whether two names name
+the same thing. A reply that is
 not what was asked (an exception from the client, a wrong shape, numbers out of range) is
 ``None``: the caller changes nothing and may ask again later.
 """
@@ -28,9 +30,18 @@ FACTS_PER_MEMORY = 8
 TALK_RELATIONS = ("says", "said", "asks", "asked", "is talking to", "tells", "told")
 REPLY_TOKENS = 900
 
-EXTRACTION_RULES = (
-    "You keep a personal assistant's knowledge graph. Read the numbered memories and list "
-    "the facts they state, each as a triplet: subject, relation, object.\n"
+# The three kinds of request open their user message with one of these.
+EXTRACT = "Task: extract."
+OUTDATED = "Task: outdated."
+SAME = "Task: same."
+
+# One system prompt for the three tasks, so that every request the graph sends starts with the
+# same tokens: a llama.cpp server keeps the last prompt's state and reads only what differs,
+# and requests alternate between extraction and replacement (measured in docs/BENCHMARKS.md).
+GRAPH_RULES = (
+    "You keep a personal assistant's knowledge graph. Each request starts with its task.\n\n"
+    f"{EXTRACT} Read the numbered memories and list the facts they state, each as a "
+    "triplet: subject, relation, object.\n"
     "- Subject and object are single things: a person, place, object, organisation, date, "
     "activity. Use a person's name when the memory gives it. The person speaking in a "
     'memory that starts with "User:" is "user"; "Assistant:" is "assistant".\n'
@@ -40,18 +51,16 @@ EXTRACTION_RULES = (
     "was just said or asked).\n"
     "- certain is true for a fact the memory states, false for one it only guesses at, "
     "plans or hopes.\n"
-    "- Give each triplet the number of the memory it comes from. A memory with no lasting "
-    "fact gives none."
-)
-
-REPLACEMENT_RULES = (
-    "You keep a personal assistant's knowledge graph up to date. Below are facts already "
-    "known (numbered) and new facts (lettered), just learnt. List the known facts a new fact "
-    "makes outdated: both must describe the same aspect of the same thing, and the new one "
-    'must say it changed (for "Ana lives in Porto" and then "Ana lives in Lisbon": where Ana '
-    'lives; not for "Ana likes jazz" and then "Ana likes rock", which can both hold). If '
-    "unsure, leave the fact out: keeping both is better than losing one. Most new facts "
-    "replace nothing; then the list is empty."
+    "- With several memories, give each triplet the number of the memory it comes from. A "
+    "memory with no lasting fact gives none.\n\n"
+    f"{OUTDATED} Below are facts already known (numbered) and new facts (lettered), just "
+    "learnt. List the known facts a new fact makes outdated: both must describe the same "
+    'aspect of the same thing, and the new one must say it changed (for "Ana lives in '
+    'Porto" and then "Ana lives in Lisbon": where Ana lives; not for "Ana likes jazz" and '
+    'then "Ana likes rock", which can both hold). If unsure, leave the fact out: keeping '
+    "both is better than losing one. Most new facts replace nothing; then the list is "
+    "empty.\n\n"
+    f"{SAME} Say whether two names name the same thing. If unsure, say false."
 )
 
 
@@ -65,17 +74,24 @@ class Extracted:
 
 
 def extraction_schema(memories: int) -> dict[str, Any]:
+    """Each triplet names its memory, unless there is only one (every token the model writes
+    costs a forward pass, forced or not)."""
     name = {"type": "string", "minLength": 1, "maxLength": NAME_CHARS}
+    properties: dict[str, Any] = {
+        "subject": name,
+        "relation": {"type": "string", "minLength": 1, "maxLength": RELATION_CHARS},
+        "object": name,
+        "certain": {"type": "boolean"},
+    }
+    if memories > 1:
+        properties = {
+            "memory": {"type": "integer", "enum": list(range(1, memories + 1))},
+            **properties,
+        }
     triplet = {
         "type": "object",
-        "properties": {
-            "memory": {"type": "integer", "enum": list(range(1, memories + 1))},
-            "subject": name,
-            "relation": {"type": "string", "minLength": 1, "maxLength": RELATION_CHARS},
-            "object": name,
-            "certain": {"type": "boolean"},
-        },
-        "required": ["memory", "subject", "relation", "object", "certain"],
+        "properties": properties,
+        "required": list(properties),
         "additionalProperties": False,
     }
     triplets = {"type": "array", "items": triplet, "maxItems": FACTS_PER_MEMORY * memories}
@@ -91,8 +107,8 @@ def extract(llm: StructuredLLM, memories: Sequence[str]) -> list[Extracted] | No
     """The facts stated by ``memories`` (texts), or None when the reply was unusable."""
     numbered = "\n".join(f"{n}. {text}" for n, text in enumerate(memories, start=1))
     messages = [
-        {"role": "system", "content": EXTRACTION_RULES},
-        {"role": "user", "content": f"Memories:\n{numbered}"},
+        {"role": "system", "content": GRAPH_RULES},
+        {"role": "user", "content": f"{EXTRACT}\nMemories:\n{numbered}"},
     ]
     reply = _ask(llm, messages, extraction_schema(len(memories)))
     items = reply.get("triplets") if reply is not None else None
@@ -135,8 +151,11 @@ def outdated(
     listed = "\n".join(f"{n}. {text}" for n, text in enumerate(known, start=1))
     lettered = "\n".join(f"{_letter(i)}. {text}" for i, text in enumerate(new))
     messages = [
-        {"role": "system", "content": REPLACEMENT_RULES},
-        {"role": "user", "content": f"Known facts:\n{listed}\n\nNew facts:\n{lettered}"},
+        {"role": "system", "content": GRAPH_RULES},
+        {
+            "role": "user",
+            "content": f"{OUTDATED}\nKnown facts:\n{listed}\n\nNew facts:\n{lettered}",
+        },
     ]
     reply = _ask(llm, messages, replacement_schema(len(known), len(new)))
     pairs = reply.get("outdated") if reply is not None else None
@@ -165,7 +184,7 @@ def _ask(llm: StructuredLLM, messages: list[dict[str, str]], schema: dict[str, A
 def _triplet(item: Any, memories: int) -> Extracted | None:
     if not isinstance(item, dict):
         return None
-    number = item.get("memory")
+    number = item.get("memory", 1 if memories == 1 else None)
     parts = [item.get(key) for key in ("subject", "relation", "object")]
     if not isinstance(number, int) or not 1 <= number <= memories:
         return None

@@ -28,9 +28,10 @@ from dataclasses import dataclass
 from datetime import datetime
 
 import numpy as np
+from numpy.typing import NDArray
 
 from memory.embedder import Embedder
-from memory.graph.extract import Extracted, extract, outdated
+from memory.graph.extract import GRAPH_RULES, SAME, Extracted, extract, outdated
 from memory.graph.store import Entity, GraphStore, Triplet
 from memory.llm import StructuredLLM
 from memory.records import Kind, MemoryRecord
@@ -53,7 +54,9 @@ BATCH = 1
 # The kinds of memory facts are learnt from (not plans, reflections or summaries, which are
 # the assistant's own thoughts about what was said).
 LEARNT_FROM: tuple[Kind, ...] = ("observation", "fact")
-# Each pass of the background learner looks at this many of the newest such memories.
+# Known facts put to the LLM beside a memory's new ones, when asking which are outdated.
+REPLACEMENT_CANDIDATES = 12
+# The background learner reads memories a page of this many at a time, newest first.
 RECENT = 200
 
 
@@ -92,8 +95,9 @@ class KnowledgeGraph:
     def learn(self, records: Sequence[MemoryRecord], stop: threading.Event | None = None) -> Learnt:
         """Read the unread memories among ``records`` into the graph in the order they were
         stored, which is the order the user said them (``stop`` set: no further batch is
-        started). A fact's time is its memory's event time when it has one ("I moved last
-        week"), else when it was said."""
+        started, and a batch whose extraction was under way is left unread). A fact's time
+        is its memory's event time when it has one ("I moved last week"), else when it was
+        said."""
         calls_before = self._calls
         todo = sorted(self.unread(records), key=lambda r: r.created_at)
         read = new = replaced = 0
@@ -103,6 +107,9 @@ class KnowledgeGraph:
             batch = todo[start : start + self._batch]
             self._calls += 1
             found = extract(self._llm, [r.text for r in batch])
+            if stop is not None and stop.is_set():
+                # Closing: the replacement questions would hold it up; read these next time.
+                break
             if found is None:
                 log.warning("knowledge graph: %d memories left for later", len(batch))
                 continue
@@ -111,6 +118,8 @@ class KnowledgeGraph:
                 new += added
                 replaced += retired
             read += len(batch)
+        if read:
+            self.store.compact()
         return Learnt(read, new, replaced, self._calls - calls_before)
 
     def _take_in(self, record: MemoryRecord, facts: Sequence[Extracted]) -> tuple[int, int]:
@@ -141,8 +150,9 @@ class KnowledgeGraph:
             if key not in [(t.subject, t.relation, t.object) for t in new]:
                 new.append(triplet)
                 linked.append(triplet.id)
-        retired = self._replace(new)
-        self.store.add_triplets(new)
+        vectors = self._embedder.embed([t.text for t in new]) if new else None
+        retired = self._replace(new, vectors, record.created_at) if vectors is not None else 0
+        self.store.add_triplets(new, vectors)
         self.store.add_episodes({record.id: linked})
         return len(new), retired
 
@@ -152,13 +162,29 @@ class KnowledgeGraph:
                 return known
         return None
 
-    def _replace(self, new: Sequence[Triplet]) -> int:
+    def _replace(
+        self, new: Sequence[Triplet], vectors: NDArray[np.float32], said_at: datetime
+    ) -> int:
+        """Ask which current facts about the new facts' subjects the new ones make outdated;
+        only the REPLACEMENT_CANDIDATES known facts nearest a new one are asked about (a person
+        the user talks about a lot has hundreds of facts)."""
         if not new:
             return 0
-        subjects = sorted({t.subject for t in new})
-        known = self.store.triplets_about(subjects, current_only=True)
+        subjects = {t.subject for t in new}
+        known = [
+            t
+            for t in self.store.triplets_about(sorted(subjects), current_only=True)
+            if t.subject in subjects
+        ]
         if not known:
             return 0
+        if len(known) > REPLACEMENT_CANDIDATES:
+            known_vectors = self.store.triplet_vectors([t.id for t in known])
+            nearness = np.max(
+                np.stack([cosine(known_vectors[t.id], vectors) for t in known]), axis=1
+            )
+            nearest = np.argsort(-nearness, kind="stable")[:REPLACEMENT_CANDIDATES]
+            known = [known[i] for i in sorted(nearest)]
         self._calls += 1
         pairs = outdated(self._llm, [t.describe() for t in known], [t.text for t in new])
         if not pairs:
@@ -168,7 +194,10 @@ class KnowledgeGraph:
             old, replacement = known[known_index], new[new_index]
             if old.subject != replacement.subject:  # not the same thing: keep both
                 continue
-            self.store.retire(old.id, replacement.valid_from, replacement.id)
+            if old.valid_from > said_at:  # a memory said before the fact began, read late
+                continue
+            # "Moved last month" may date the change before the old fact was last said.
+            self.store.retire(old.id, max(replacement.valid_from, old.valid_from), replacement.id)
             retired += 1
         return retired
 
@@ -196,14 +225,10 @@ class KnowledgeGraph:
         known = [t.describe() for t in self.store.triplets_about([entity.id], current_only=True)]
         facts = "\n".join(f"- {line}" for line in known[:10]) or "- nothing yet"
         messages = [
-            {
-                "role": "system",
-                "content": "You keep a personal assistant's knowledge graph. Say whether two "
-                "names name the same thing. If unsure, say false.",
-            },
+            {"role": "system", "content": GRAPH_RULES},
             {
                 "role": "user",
-                "content": f'Known: "{entity.name}" (also called: '
+                "content": f'{SAME}\nKnown: "{entity.name}" (also called: '
                 f"{', '.join(entity.aliases) or 'nothing else'}). What is known about it:\n"
                 f'{facts}\n\nNew name: "{name}". The same thing?',
             },
@@ -230,8 +255,11 @@ def _when(record: MemoryRecord) -> datetime:
 
 
 class GraphLearner(BackgroundWorker):
-    """Learns the recent memories the graph has not read, in the background: when poked (after
-    a turn) and every ``interval_s``."""
+    """Learns the memories the graph has not read, in the background: when poked (after a
+    turn) and every ``interval_s``. A pass reads the newest RECENT memories first; when those
+    are all read and the graph has read fewer memories than there are (an import, a backlog
+    from when the LLM was away), it walks back a page at a time to the newest unread ones. One
+    page is learnt per pass, so a backlog never holds a pass for long."""
 
     def __init__(
         self, graph: KnowledgeGraph, stream: MemoryStream, interval_s: float = 300.0
@@ -242,7 +270,15 @@ class GraphLearner(BackgroundWorker):
         self.start()
 
     def work(self, stop: threading.Event) -> None:
-        recent = self._stream.list_memories(Filters(kinds=LEARNT_FROM), page_size=RECENT)
-        if self._graph.unread(recent.items):
-            learnt = self._graph.learn(recent.items, stop)
-            log.info("knowledge graph: %s", learnt)
+        wanted = Filters(kinds=LEARNT_FROM)
+        page = 1
+        while not stop.is_set():
+            listed = self._stream.list_memories(wanted, page=page, page_size=RECENT)
+            if self._graph.unread(listed.items):
+                learnt = self._graph.learn(listed.items, stop)
+                log.info("knowledge graph: %s", learnt)
+                return
+            older_unread = self._graph.store.episodes.count() < listed.total
+            if not older_unread or page * RECENT >= listed.total:
+                return
+            page += 1
