@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import time
 import uuid
+from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, Literal
@@ -12,9 +13,10 @@ from typing import Any, Literal
 import pyarrow as pa
 
 from memory.records import TIMESTAMP, _aware
-from memory.table import Table, quote
+from memory.table import Table, in_list, quote
 
-Action = Literal["add", "edit", "delete", "restore", "merge", "rate", "undo"]
+# "retire": a knowledge-graph fact the user said no longer holds (memory.graph.edit).
+Action = Literal["add", "edit", "delete", "restore", "merge", "rate", "undo", "retire"]
 
 HISTORY_SCHEMA = pa.schema(
     [
@@ -86,6 +88,14 @@ class History:
             (change_from_row(r) for r in rows), key=lambda c: (c.at, c.id), reverse=True
         )
         return changes[:limit]
+
+    def list_for(self, record_ids: Sequence[str]) -> tuple[Change, ...]:
+        """The changes to any of ``record_ids``, newest first."""
+        if not record_ids:
+            return ()
+        rows = self.table.query(where=in_list("record_id", record_ids)).to_pylist()
+        changes = (change_from_row(r) for r in rows)
+        return tuple(sorted(changes, key=lambda c: (c.at, c.id), reverse=True))
 
     def get(self, change_id: str) -> Change | None:
         rows = self.table.query(where=f"id = {quote(change_id)}").to_pylist()

@@ -3,9 +3,12 @@
 from __future__ import annotations
 
 import threading
+import uuid
 from collections.abc import Callable, Sequence
 from datetime import UTC, datetime, timedelta
 from typing import Any
+
+from memory.graph.store import GraphStore, Triplet
 
 START = datetime(2026, 11, 21, 12, 0, tzinfo=UTC)
 
@@ -50,3 +53,29 @@ class ScriptedLLM:
         if callable(reply):
             return reply(messages)
         return reply
+
+
+def store_fact(
+    store: GraphStore,
+    subject: str,
+    relation: str,
+    obj: str,
+    episodes: tuple[str, ...] = ("memory-1",),
+    valid_from: datetime = START,
+) -> Triplet:
+    """A fact stored in the knowledge graph as the learner stores one (its names resolved to
+    the entities of those names first)."""
+    first = store.entity_named(subject) or store.add_entity(subject)
+    second = store.entity_named(obj) or store.add_entity(obj)
+    triplet = Triplet(
+        id=uuid.uuid4().hex,
+        subject=first.id,
+        relation=relation,
+        object=second.id,
+        subject_name=first.name,
+        object_name=second.name,
+        episodes=episodes,
+        valid_from=valid_from,
+    )
+    store.add_triplets([triplet])
+    return triplet

@@ -15,6 +15,7 @@ from textual.dom import DOMNode
 from textual.signal import Signal
 
 from assistant.service.client import ServiceClient, ServiceError
+from assistant.service.graph_wire import EntityDetail, EntityPage, FactDone
 from assistant.service.memory_wire import (
     CoreBlocks,
     Failed,
@@ -31,7 +32,17 @@ from assistant.service.wire import Wire
 # How long a request waits for its answer (a search at a million memories takes ~0.3 s).
 ANSWER_TIMEOUT_S = 30.0
 
-Answer = MemoryPage | MemoryDetail | MemoryDone | CoreBlocks | TaskAccepted | PlanDone
+Answer = (
+    MemoryPage
+    | MemoryDetail
+    | MemoryDone
+    | CoreBlocks
+    | TaskAccepted
+    | PlanDone
+    | EntityPage
+    | EntityDetail
+    | FactDone
+)
 A = TypeVar("A", bound=Answer)
 
 
@@ -91,6 +102,9 @@ class ServiceLink:
                 | CoreBlocks()
                 | TaskAccepted()
                 | PlanDone()
+                | EntityPage()
+                | EntityDetail()
+                | FactDone()
                 | Failed()
             ):
                 waiting = self._waiting.get(update.ref)

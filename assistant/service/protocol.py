@@ -1,8 +1,8 @@
 """The service's wire protocol: one JSON object per line over the Unix socket, UTF-8.
 
-Version 5 (2 added the voice messages, 3 the memory messages of memory_wire.py, 4 the task
+Version 6 (2 added the voice messages, 3 the memory messages of memory_wire.py, 4 the task
 messages of task_wire.py, 5 the questions of tasks waiting for the user's permission and the
-day plan's requests). A client's
+day plan's requests, 6 the knowledge graph's messages of graph_wire.py). A client's
 first line is ``hello``; the service answers ``welcome`` with its state and the recent
 conversation. After that the client sends requests and the service sends updates to every
 client at once, so two windows show the same conversation. docs/SERVICE.md describes each message.
@@ -15,6 +15,15 @@ from typing import Annotated, Literal
 
 from pydantic import Field, TypeAdapter, ValidationError
 
+from assistant.service.graph_wire import (
+    EntityDetail,
+    EntityOpen,
+    EntityPage,
+    EntityQuery,
+    FactChange,
+    FactDone,
+    FactUndo,
+)
 from assistant.service.memory_wire import (
     CoreBlocks,
     CoreEdit,
@@ -47,7 +56,7 @@ from assistant.service.task_wire import (
 )
 from assistant.service.wire import UserText, Wire
 
-PROTOCOL_VERSION = 5
+PROTOCOL_VERSION = 6
 # The longest line either side sends or accepts (a message is capped far below it).
 MAX_LINE_BYTES = 1 << 20
 # The longest message a user may send in one turn (a huge paste is refused, not cut).
@@ -161,7 +170,11 @@ Request = Annotated[
     | PlanDay
     | Tick
     | CoreQuery
-    | CoreEdit,
+    | CoreEdit
+    | EntityQuery
+    | EntityOpen
+    | FactChange
+    | FactUndo,
     Field(discriminator="type"),
 ]
 
@@ -343,6 +356,9 @@ Update = Annotated[
     | ApprovalAsked
     | ApprovalSettled
     | PlanDone
+    | EntityPage
+    | EntityDetail
+    | FactDone
     | Failed,
     Field(discriminator="type"),
 ]

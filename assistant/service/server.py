@@ -32,8 +32,17 @@ from assistant.agent.events import (
     UserText,
     UserUtterance,
 )
+from assistant.agent.tools import Stores
 from assistant.config import ConfigError, LoadedConfig
 from assistant.llm.server import ServerState, ServerStatus
+from assistant.service.graph_desk import GraphDesk
+from assistant.service.graph_wire import (
+    EntityOpen,
+    EntityQuery,
+    FactChange,
+    FactUndo,
+    GraphRequest,
+)
 from assistant.service.host import STARTUP_ERRORS, AgentHost
 from assistant.service.memory_desk import Changed, MemoryDesk
 from assistant.service.memory_wire import (
@@ -122,6 +131,7 @@ from assistant.tasks.records import TaskRecord
 from assistant.tasks.reminders import Reminder, local_now
 from memory.database import DatabaseError
 from memory.embedder import Embedder
+from memory.graph.edit import FactEditError
 from memory.locking import LockTimeout
 from memory.stream import MemoryRequestError
 from models import Progress as WeightProgress
@@ -146,6 +156,7 @@ STATS_POLL_S = 1.0
 # What a memory request can fail with; the client gets the message in one line.
 MEMORY_ERRORS = (
     MemoryRequestError,
+    FactEditError,
     CoreMemoryError,
     DatabaseError,
     LockTimeout,
@@ -554,6 +565,10 @@ class AssistantService:
                 | MemoryUndo()
                 | CoreQuery()
                 | CoreEdit()
+                | EntityQuery()
+                | EntityOpen()
+                | FactChange()
+                | FactUndo()
             ):
                 task = asyncio.create_task(self._memory_request(client, request))
                 self._requests.add(task)
@@ -705,16 +720,16 @@ class AssistantService:
 
     # Memory
 
-    async def _memory_request(self, client: Client, request: MemoryRequest) -> None:
+    async def _memory_request(self, client: Client, request: MemoryRequest | GraphRequest) -> None:
         """Answer a memory request in a worker thread (a reply being written does not hold it
         up); a change is told to every client and, before its next turn, to the agent."""
         await self._memory_settled.wait()
         if self.host.stores is None:
             client.send(Failed(ref=request.ref, text=f"the memory is not open: {self.state_text}"))
             return
-        desk = MemoryDesk(self.host.stores)
+        stores = self.host.stores
         try:
-            answer, changed = await asyncio.to_thread(_answer, desk, request)
+            answer, changed = await asyncio.to_thread(_answer, stores, request)
         except MEMORY_ERRORS as error:
             client.send(Failed(ref=request.ref, text=one_line(error)))
             return
@@ -1156,8 +1171,13 @@ class AssistantService:
         self._broadcast(Status(state=state, text=text, endpoint=self.host.describe_endpoint()))
 
 
-def _answer(desk: MemoryDesk, request: MemoryRequest) -> tuple[Wire, tuple[str, str] | None]:
+def _answer(
+    stores: Stores, request: MemoryRequest | GraphRequest
+) -> tuple[Wire, tuple[str, str] | None]:
     """The answer to a memory request and, for a change, the changed id and what was done."""
+    if isinstance(request, EntityQuery | EntityOpen | FactChange | FactUndo):
+        return _graph_answer(GraphDesk(stores), request)
+    desk = MemoryDesk(stores)
     done: Changed
     match request:
         case MemoryQuery():
@@ -1184,6 +1204,19 @@ def _answer(desk: MemoryDesk, request: MemoryRequest) -> tuple[Wire, tuple[str, 
         case MemoryUndo():
             done = desk.undo(request)
     return MemoryDone(ref=request.ref, row=done.row, text=done.text), (done.row.id, done.text)
+
+
+def _graph_answer(desk: GraphDesk, request: GraphRequest) -> tuple[Wire, tuple[str, str] | None]:
+    match request:
+        case EntityQuery():
+            return desk.entities(request), None
+        case EntityOpen():
+            return desk.entity(request), None
+        case FactChange():
+            done = desk.change(request)
+        case FactUndo():
+            done = desk.undo(request)
+    return done, (done.fact.id, done.text)
 
 
 def one_line(error: BaseException) -> str:

@@ -14,7 +14,6 @@ from textual import on, work
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.screen import Screen
-from textual.timer import Timer
 from textual.widgets import Checkbox, DataTable, Footer, Header, Input, Label, Select
 
 from assistant.service.memory_wire import (
@@ -29,14 +28,14 @@ from assistant.service.memory_wire import (
     SortKey,
 )
 from ui.link import LinkError, ServiceLink
+from ui.paging import TypingPause, page_after
 from ui.screens.core_memory import CoreMemoryScreen
+from ui.screens.entities import EntitiesScreen
 from ui.screens.memory_detail import MemoryDetailScreen
 from ui.widgets.memory_filters import MemoryFilters
 from ui.widgets.memory_table import MemoryTable
 
 PAGE_SIZE = 50
-# Typing pauses this long before the search runs (each keystroke is shown at once).
-SEARCH_PAUSE_S = 0.15
 # The orders "s" cycles through: (sort key, descending, how it reads).
 SORTS: tuple[tuple[SortKey, bool, str], ...] = (
     ("created_at", True, "newest first"),
@@ -60,6 +59,7 @@ class MemoryScreen(Screen[None]):
         Binding("left_square_bracket", "page(-1)", "Prev page", key_display="["),
         Binding("right_square_bracket", "page(1)", "Next page", key_display="]"),
         Binding("c", "core", "Core memory"),
+        Binding("g", "graph", "Knowledge graph"),
     ]
 
     HINT = "Enter opens a memory · / searches"
@@ -81,7 +81,7 @@ class MemoryScreen(Screen[None]):
         # The service's own time for the latest page, and the search text it answered.
         self.service_ms = 0.0
         self.shown_query = ""
-        self._pause: Timer | None = None
+        self._pause = TypingPause(self, self._search)
 
     def compose(self) -> ComposeResult:
         yield Header()
@@ -185,9 +185,7 @@ class MemoryScreen(Screen[None]):
 
     @on(Input.Changed, "#memory-search")
     def search_typed(self) -> None:
-        if self._pause is not None:
-            self._pause.stop()
-        self._pause = self.set_timer(SEARCH_PAUSE_S, self._search)
+        self._pause.restart()
 
     def _search(self) -> None:
         self.page = 1
@@ -223,8 +221,7 @@ class MemoryScreen(Screen[None]):
         self._search()
 
     def action_page(self, step: int) -> None:
-        pages = max(1, -(-self.total // PAGE_SIZE))
-        wanted = min(max(1, self.page + step), pages)
+        wanted = page_after(self.page, step, self.total, PAGE_SIZE)
         if wanted != self.page:
             self.page = wanted
             self.load()
@@ -240,6 +237,9 @@ class MemoryScreen(Screen[None]):
 
     def action_core(self) -> None:
         self.app.push_screen(CoreMemoryScreen(self.link))
+
+    def action_graph(self) -> None:
+        self.app.push_screen(EntitiesScreen(self.link))
 
     async def action_pin(self) -> None:
         row = self.query_one(MemoryTable).current

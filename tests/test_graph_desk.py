@@ -1,0 +1,67 @@
+"""The service's side of the knowledge graph's messages: the wire rows the entity view gets,
+and the user's changes turned into calls on the editor (real stores on LanceDB)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from assistant.agent.session import open_stores
+from assistant.agent.tools import Stores
+from assistant.service.graph_desk import GraphDesk
+from assistant.service.graph_wire import EntityOpen, EntityQuery, FactChange, FactUndo
+from assistant.service.server import MEMORY_ERRORS, _answer
+from memory.embedder import OnnxSentenceEmbedder
+from memory.graph.edit import FactEditError
+from tests.memory_helpers import store_fact
+
+
+@pytest.fixture
+def stores(tmp_path: Path, embedder: OnnxSentenceEmbedder) -> Iterator[Stores]:
+    opened = open_stores(tmp_path / "data", embedder, None, core_memory_chars=400)
+    yield opened
+    opened.stream.close()
+
+
+def test_entities_are_listed_by_facts_searched_by_name_and_paged(stores: Stores) -> None:
+    said = stores.stream.add("User: Ana lives in Porto and works as a nurse.", source="user")
+    store_fact(stores.graph, "Ana", "lives in", "Porto", (said.id,))
+    store_fact(stores.graph, "Ana", "works as", "nurse", (said.id,))
+    stores.graph.add_alias(stores.graph.entity_named("Ana"), "my sister")  # type: ignore[arg-type]
+    desk = GraphDesk(stores)
+    page = desk.entities(EntityQuery(ref="r"))
+    assert [(r.name, r.current) for r in page.rows] == [("Ana", 2), ("nurse", 1), ("Porto", 1)]
+    assert [r.name for r in desk.entities(EntityQuery(ref="r", query="SISTER")).rows] == ["Ana"]
+    second = desk.entities(EntityQuery(ref="r", page=2, page_size=2))
+    assert second.total == 3 and [r.name for r in second.rows] == ["Porto"]
+    ana = page.rows[0]
+    detail = desk.entity(EntityOpen(ref="r", id=ana.id))
+    assert detail.entity.aliases == ["my sister"]
+    assert {f.memories[0].text for f in detail.facts} == {said.text}
+
+
+def test_changes_and_undo_come_back_in_words_and_refusals_are_one_line(stores: Stores) -> None:
+    fact = store_fact(stores.graph, "Ana", "lives in", "pasta")
+    answer, changed = _answer(
+        stores, FactChange(ref="r", id=fact.id, action="correct", object="Porto")
+    )
+    assert answer.type == "fact_done"
+    assert changed == (fact.id, 'corrected the fact "Ana lives in pasta" to "Ana lives in Porto"')
+    _, changed = _answer(stores, FactChange(ref="r", id=fact.id, action="retire"))
+    assert changed is not None and "no longer holds" in changed[1]
+    [retired, _corrected] = GraphDesk(stores).editor.changes([fact.id])
+    _, changed = _answer(stores, FactUndo(ref="r", change_id=retired.id))
+    assert (
+        changed is not None and changed[1] == 'undid a change to a fact: now "Ana lives in Porto"'
+    )
+    for bad in (
+        FactChange(ref="r", id="missing", action="retire"),
+        FactChange(ref="r", id=fact.id, action="reinstate"),
+        FactUndo(ref="r", change_id=retired.id),
+        EntityOpen(ref="r", id="missing"),
+    ):
+        with pytest.raises(FactEditError) as refused:
+            _answer(stores, bad)
+        assert isinstance(refused.value, MEMORY_ERRORS) and "\n" not in str(refused.value)
