@@ -61,6 +61,14 @@ def build_parser() -> argparse.ArgumentParser:
     )
     tasks.add_argument("--deny", metavar="ID", help="refuse a waiting task's call")
     command("stop", "stop the assistant service")
+    export = command("export", "write the memory and the knowledge graph out to files")
+    export.add_argument(
+        "--vault", type=Path, help="a new folder: an Obsidian vault, a note per memory and entity"
+    )
+    export.add_argument("--jsonl", type=Path, help="every memory, as JSON Lines (restorable)")
+    export.add_argument(
+        "--graph-jsonl", type=Path, help="the knowledge graph's entities and facts, as JSON Lines"
+    )
     add_setting_flags(parser)
     return parser
 
@@ -85,6 +93,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         "listen": _listen,
         "tasks": _tasks,
         "stop": _stop,
+        "export": _export,
     }
     try:
         return handlers[args.command](loaded, args)
@@ -132,6 +141,44 @@ def _ask(loaded: LoadedConfig, args: argparse.Namespace) -> int:
     from assistant.service.terminal import ask
 
     return asyncio.run(ask(loaded, text))
+
+
+def _export(loaded: LoadedConfig, args: argparse.Namespace) -> int:
+    """Read the data folder directly (reading needs no service, and does not disturb one)."""
+    from assistant.model_paths import ProfileModels
+    from assistant.parts import load_embedder
+    from memory.database import DatabaseError, open_database
+    from memory.export import export_jsonl, export_markdown
+    from memory.graph.export import export_graph_jsonl
+    from memory.graph.store import GraphStore
+    from memory.locking import WriteLock
+    from memory.stream import MemoryStream
+
+    if not (args.vault or args.jsonl or args.graph_jsonl):
+        print("brain export: say where: --vault DIR, --jsonl FILE, --graph-jsonl FILE")
+        return EXIT_USAGE
+    settings = loaded.settings
+    data = settings.data_dir
+    embedder = load_embedder(settings, ProfileModels(settings).embedder())
+    try:
+        stream = MemoryStream(data, embedder)
+        graph = GraphStore(open_database(data), WriteLock(data / "memory.lock"), embedder)
+        try:
+            if args.jsonl:
+                count = export_jsonl(stream, args.jsonl)
+                print(f"{count} memories written to {args.jsonl}")
+            if args.vault:
+                notes = export_markdown(stream, args.vault, graph)
+                print(f"{notes} notes (memories and entities) written to {args.vault}")
+            if args.graph_jsonl:
+                entities, facts = export_graph_jsonl(graph, args.graph_jsonl)
+                print(f"{entities} entities and {facts} facts written to {args.graph_jsonl}")
+        finally:
+            stream.close()
+    except (DatabaseError, OSError, ValueError) as error:
+        print(f"brain export: {error}", file=sys.stderr)
+        return EXIT_FAILURE
+    return 0
 
 
 def _listen(loaded: LoadedConfig, args: argparse.Namespace) -> int:

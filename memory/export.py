@@ -31,6 +31,8 @@ import pyarrow.compute as pc
 from numpy.typing import NDArray
 
 from memory.files import atomic_file
+from memory.graph.export import write_entity_notes
+from memory.graph.store import GraphStore
 from memory.records import KINDS, ImportanceState, MemoryRecord, is_valid_source, utc_now
 from memory.stream import MemoryStream
 from memory.table import in_list
@@ -395,10 +397,14 @@ def _embedding(value: object, dimensions: int | None) -> NDArray[np.float32] | N
 # Markdown export (an Obsidian vault)
 
 
-def export_markdown(stream: MemoryStream, folder: Path | str) -> int:
+def export_markdown(
+    stream: MemoryStream, folder: Path | str, graph: GraphStore | None = None
+) -> int:
     """Write one note per record into ``folder`` (new or empty), with ``Memory.md`` indexing
     them by kind, so that the folder opens as an Obsidian vault; returns how many notes.
-    Deleted records are written too (``deleted: true``, indexed apart), so links to them hold."""
+    Deleted records are written too (``deleted: true``, indexed apart), so links to them hold.
+    With ``graph``, each of its entities gets a note in ``Entities/`` (its facts, linked along
+    their relations and to the memory notes behind them), indexed too."""
     folder = Path(folder)
     if folder.exists() and (not folder.is_dir() or any(folder.iterdir())):
         raise ValueError(f"{folder} is not an empty folder; export into a new one")
@@ -413,6 +419,8 @@ def export_markdown(stream: MemoryStream, folder: Path | str) -> int:
                 _note(record, names), encoding="utf-8", errors="replace"
             )
             index.setdefault("deleted" if record.deleted else record.kind, []).append(name)
+        if graph is not None:
+            index["entities"] = write_entity_notes(graph, building, names)
         written = sum(len(group) for group in index.values())
         (building / f"{INDEX_NOTE}.md").write_text(_index_note(index, written), "utf-8")
     return written
@@ -493,7 +501,7 @@ def _evidence_line(cited: str, names: dict[str, str]) -> str:
 
 def _index_note(index: dict[str, list[str]], total: int) -> str:
     lines = [f"# {INDEX_NOTE}", "", f"{total} notes, exported {utc_now():%Y-%m-%d %H:%M} UTC.", ""]
-    for group in (*KINDS, "deleted"):
+    for group in (*KINDS, "deleted", "entities"):
         names = index.get(group, [])
         if names:
             lines += [f"## {group.capitalize()} ({len(names)})", ""]
