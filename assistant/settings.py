@@ -15,6 +15,10 @@ import platformdirs
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 APP_NAME = "brain-os"
+# agent.graph_weight by default: off. On LoCoMo the bundled model's graph added nothing to
+# recall at 0.1 and lost some at 0.25-0.5, and a graph search adds ~70 ms to a retrieval
+# (docs/BENCHMARKS.md, "Knowledge graph").
+GRAPH_WEIGHT = 0.0
 
 Profile = Literal["quality", "fast"]
 JsonMode = Literal["auto", "json_object_schema", "json_schema", "json_object"]
@@ -161,6 +165,13 @@ class AgentSettings(Section):
         True,
         description="Learn facts (subject, relation, object) from what is said, in the "
         "background, and keep them current (docs/GRAPH.md).",
+    )
+    graph_weight: float = Field(
+        GRAPH_WEIGHT,
+        ge=0,
+        le=5,
+        description="How much the knowledge graph's search adds to a memory's relevance when "
+        "memories are retrieved for a turn (0: the graph is not used there).",
     )
 
 

@@ -30,7 +30,17 @@ retrieval weights, so every conversation is embedded once and shared by all of t
   plus query names matched to the records they open, plus each turn's neighbours);
 * ``contextual+paper``: ``MemoryConfig()`` with Park et al.'s weights 1, 1, 1;
 * ``contextual-candidates``: ``contextual`` scored over a candidate list read from the indices
-  (``exact_scoring=False``) instead of over every record.
+  (``exact_scoring=False``) instead of over every record;
+* ``hybrid+graph``, ``contextual+graph`` (only with ``--graph``): ``hybrid`` and ``contextual``
+  with the knowledge graph as one more relevance source (``graph_weight`` 0.5, see
+  ``memory.graph.search.GraphRelevance``). The graph is learnt first, turn by turn in order, by
+  the configured LLM (the local model unless an endpoint is set); what that took is printed as
+  LLM calls and seconds, in all and per 100 turns (``"extraction"`` in the JSON).
+
+``--turns N`` keeps each conversation's first N turns and the questions whose evidence lies in
+them; ``--samples`` picks conversations; ``--keep DIR`` keeps each conversation's memory and
+graph there and reuses them next time (an interrupted graph goes on where it stopped);
+``--batch`` sets the memories per extraction request.
 
 ``--configurations NAME ...`` runs only some of them. ``best`` is the configuration with the
 highest "all" recall averaged over the requested k. The
@@ -50,15 +60,21 @@ import sys
 import tempfile
 import time
 from collections.abc import Iterator, Sequence
-from contextlib import contextmanager
-from dataclasses import dataclass, field
+from contextlib import ExitStack, contextmanager
+from dataclasses import asdict, dataclass, field, replace
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 from assistant.config import ConfigError
 from assistant.parts import configured_embedder
+from memory.database import open_database
 from memory.embedder import Embedder
+from memory.graph.graph import BATCH, KnowledgeGraph
+from memory.graph.search import RETRIEVAL_GRAPH_SEARCH, GraphRelevance
+from memory.graph.store import GraphStore
+from memory.llm import StructuredLLM
+from memory.locking import WriteLock
 from memory.scoring import RetrievalWeights
 from memory.stream import MemoryConfig, MemoryStream, NewMemory
 from models import ModelError
@@ -69,6 +85,9 @@ ALL = "all"
 DEFAULT_KS = (5, 10, 20)
 RELEVANCE_ONLY = RetrievalWeights(recency=0.0, importance=0.0, relevance=1.0)
 PAPER = RetrievalWeights(recency=1.0, importance=1.0, relevance=1.0)
+GRAPH_WEIGHT = 0.5
+# Turns read into the knowledge graph between two progress lines (and saves of its cost).
+GRAPH_CHUNK = 10
 
 # Recall per configuration, per k, per category ("1".."4", "all"); None: no such questions.
 Results = dict[str, dict[str, dict[str, float | None]]]
@@ -83,6 +102,7 @@ class Configuration:
     name: str
     config: MemoryConfig
     weights: RetrievalWeights
+    graph: bool = False  # needs the knowledge graph (--graph)
 
 
 CONFIGURATIONS: tuple[Configuration, ...] = (
@@ -96,6 +116,15 @@ CONFIGURATIONS: tuple[Configuration, ...] = (
     Configuration("contextual", MemoryConfig(), RELEVANCE_ONLY),
     Configuration("contextual+paper", MemoryConfig(), PAPER),
     Configuration("contextual-candidates", MemoryConfig(exact_scoring=False), RELEVANCE_ONLY),
+    Configuration(
+        "hybrid+graph",
+        MemoryConfig(relevance="hybrid", graph_weight=GRAPH_WEIGHT),
+        RELEVANCE_ONLY,
+        True,
+    ),
+    Configuration(
+        "contextual+graph", MemoryConfig(graph_weight=GRAPH_WEIGHT), RELEVANCE_ONLY, True
+    ),
 )
 
 
@@ -129,6 +158,13 @@ class Conversation:
     questions: tuple[Question, ...]
     # Evidence ids that name no turn of the conversation (annotation slips), left out.
     unknown_evidence: tuple[str, ...] = ()
+
+    def first(self, turns: int) -> Conversation:
+        """Its first ``turns`` turns, with the questions whose evidence lies wholly in them."""
+        kept = self.turns[:turns]
+        said = {turn.dia_id for turn in kept}
+        questions = tuple(q for q in self.questions if set(q.evidence) <= said)
+        return replace(self, turns=kept, questions=questions)
 
 
 MONTHS = {
@@ -279,26 +315,98 @@ class Tally:
 # Running
 
 
+TURNS_FILE = "turns.json"
+COST_FILE = "graph-cost.json"
+
+
 @contextmanager
 def conversation_stream(
     conversation: Conversation, embedder: Embedder, folder: Path
 ) -> Iterator[tuple[MemoryStream, dict[str, str]]]:
-    """A fresh stream holding every turn; yields it with the map record id -> dia_id."""
+    """A stream in ``folder`` holding every turn; yields it with the map record id -> dia_id
+    (in turn order). A folder that holds them already (``--keep``) is opened as it is."""
     last = max((turn.when for turn in conversation.turns), default=datetime.now(UTC))
     stream = MemoryStream(folder, embedder, clock=lambda: last)
+    saved = folder / TURNS_FILE
     try:
+        if saved.exists():
+            yield stream, json.loads(saved.read_text(encoding="utf-8"))
+            return
+        kept = [turn for turn in conversation.turns if turn.memory_text().strip()]
         records = stream.add_many(
-            [
-                NewMemory(turn.memory_text(), created_at=turn.when)
-                for turn in conversation.turns
-                if turn.memory_text().strip()
-            ],
+            [NewMemory(turn.memory_text(), created_at=turn.when) for turn in kept],
             merge_duplicates=False,
         )
-        kept = [turn for turn in conversation.turns if turn.memory_text().strip()]
-        yield stream, {record.id: turn.dia_id for record, turn in zip(records, kept, strict=True)}
+        dia_ids = {record.id: turn.dia_id for record, turn in zip(records, kept, strict=True)}
+        saved.write_text(json.dumps(dia_ids), encoding="utf-8")
+        yield stream, dia_ids
     finally:
         stream.close()
+
+
+# The knowledge graph
+
+
+@dataclass(frozen=True)
+class ExtractionCost:
+    """What reading turns into the knowledge graph took, summed over conversations."""
+
+    turns: int = 0  # turns read (a turn whose extraction failed is not counted)
+    llm_calls: int = 0
+    seconds: float = 0.0
+    triplets: int = 0
+    replaced: int = 0
+
+    def __add__(self, other: ExtractionCost) -> ExtractionCost:
+        return ExtractionCost(
+            *(getattr(self, f) + getattr(other, f) for f in ExtractionCost.__dataclass_fields__)
+        )
+
+    def per_100_turns(self) -> dict[str, float]:
+        scale = 100 / self.turns if self.turns else 0.0
+        return {"llm_calls": self.llm_calls * scale, "seconds": self.seconds * scale}
+
+
+def learn_graph(
+    stream: MemoryStream,
+    dia_ids: dict[str, str],
+    llm: StructuredLLM,
+    embedder: Embedder,
+    folder: Path,
+    batch: int = BATCH,
+    progress: bool = False,
+) -> tuple[GraphStore, ExtractionCost]:
+    """The conversation's turns read into a knowledge graph in ``folder``, in order, and what
+    that took. The graph remembers what it has read, so a folder kept from an interrupted run
+    goes on where it stopped (its cost so far is kept beside it)."""
+    store = GraphStore(open_database(folder), WriteLock(folder / "memory.lock"), embedder)
+    saved = folder / COST_FILE
+    cost = (
+        ExtractionCost(**json.loads(saved.read_text(encoding="utf-8")))
+        if saved.exists()
+        else ExtractionCost()
+    )
+    graph = KnowledgeGraph(store, embedder, llm, batch=batch)
+    order = {record_id: index for index, record_id in enumerate(dia_ids)}
+    records = sorted(stream.get_many(list(dia_ids), embeddings=False), key=lambda r: order[r.id])
+    todo = graph.unread(records)
+    for start in range(0, len(todo), GRAPH_CHUNK):
+        began = time.perf_counter()
+        learnt = graph.learn(todo[start : start + GRAPH_CHUNK])
+        cost += ExtractionCost(
+            learnt.read,
+            learnt.llm_calls,
+            time.perf_counter() - began,
+            learnt.triplets,
+            learnt.replaced,
+        )
+        saved.write_text(json.dumps(asdict(cost)), encoding="utf-8")
+        if progress:
+            print(
+                f"  graph: {start + GRAPH_CHUNK}/{len(todo)} turns; so far {cost}",
+                file=sys.stderr,
+            )
+    return store, cost
 
 
 def run(
@@ -307,16 +415,27 @@ def run(
     ks: Sequence[int] = DEFAULT_KS,
     configurations: Sequence[Configuration] = CONFIGURATIONS,
     progress: bool = False,
-) -> tuple[Results, dict[str, float]]:
-    """Recall per configuration, k and category, and the median seconds per retrieve call."""
+    graph_llm: StructuredLLM | None = None,
+    keep: Path | None = None,
+    batch: int = BATCH,
+) -> tuple[Results, dict[str, float], ExtractionCost | None]:
+    """Recall per configuration, k and category, the median seconds per retrieve call, and
+    what learning the knowledge graph took (None: no configuration needs it). The graph is
+    learnt with ``graph_llm``; ``keep``: the folder to keep each conversation's memory and
+    graph in (and to find them in next time) instead of a temporary one."""
     ks = tuple(sorted(set(ks)))
     if not ks or ks[0] < 1:
         raise ValueError("k must be at least 1")
+    needs_graph = any(c.graph for c in configurations)
+    if needs_graph and graph_llm is None:
+        raise ValueError("a graph configuration needs an LLM to learn the graph")
     tallies = {c.name: Tally(ks) for c in configurations}
+    cost = ExtractionCost() if needs_graph else None
     with tempfile.TemporaryDirectory(prefix="locomo-") as scratch:
-        for index, conversation in enumerate(conversations):
+        for conversation in conversations:
             started = time.perf_counter()
-            folder = Path(scratch) / f"conversation-{index}"
+            name = f"{conversation.sample_id}-{len(conversation.turns)}-turns"
+            folder = (keep or Path(scratch)) / name
             with conversation_stream(conversation, embedder, folder) as (stream, dia_ids):
                 if progress:
                     print(
@@ -325,6 +444,12 @@ def run(
                         f"{len(conversation.questions)} questions",
                         file=sys.stderr,
                     )
+                if needs_graph and graph_llm is not None and cost is not None:
+                    store, learnt = learn_graph(
+                        stream, dia_ids, graph_llm, embedder, folder, batch, progress
+                    )
+                    cost += learnt
+                    stream.graph = GraphRelevance(store, RETRIEVAL_GRAPH_SEARCH)
                 for configuration in configurations:
                     stream.config = configuration.config
                     tally = tallies[configuration.name]
@@ -340,7 +465,7 @@ def run(
         name: statistics.median(tally.seconds) if tally.seconds else 0.0
         for name, tally in tallies.items()
     }
-    return results, timings
+    return results, timings, cost
 
 
 def best_configuration(results: Results) -> str:
@@ -353,8 +478,20 @@ def best_configuration(results: Results) -> str:
     return max(results, key=overall)
 
 
-def to_json(results: Results) -> dict[str, Any]:
-    return {**results, "best": best_configuration(results)}
+def to_json(results: Results, cost: ExtractionCost | None = None) -> dict[str, Any]:
+    report: dict[str, Any] = {**results, "best": best_configuration(results)}
+    if cost is not None:
+        report["extraction"] = {**asdict(cost), "per_100_turns": cost.per_100_turns()}
+    return report
+
+
+def format_cost(cost: ExtractionCost) -> str:
+    per_100 = cost.per_100_turns()
+    return (
+        f"knowledge graph: {cost.turns} turns read, {cost.triplets} facts, {cost.replaced} "
+        f"replaced; {cost.llm_calls} LLM calls in {cost.seconds:.0f} s = "
+        f"{per_100['llm_calls']:.0f} calls and {per_100['seconds']:.0f} s per 100 turns"
+    )
 
 
 def format_table(
@@ -396,15 +533,43 @@ def main(argv: Sequence[str] | None = None) -> int:
         help="only these configurations (default: all)",
     )
     parser.add_argument("--json", action="store_true", help="print one JSON object")
+    parser.add_argument(
+        "--graph",
+        action="store_true",
+        help="also the configurations with knowledge-graph search; the graph is learnt with "
+        "the configured LLM (the local model unless an endpoint is set)",
+    )
+    parser.add_argument(
+        "--turns",
+        type=int,
+        help="only each conversation's first TURNS turns (and the "
+        "questions whose evidence lies in them)",
+    )
+    parser.add_argument("--samples", nargs="+", help="only these conversations (sample ids)")
+    parser.add_argument(
+        "--keep", type=Path, help="keep each conversation's memory and graph here, and reuse them"
+    )
+    parser.add_argument(
+        "--batch", type=int, default=BATCH, help="turns per extraction request (graph)"
+    )
     args = parser.parse_args(argv)
-    if min(args.k) < 1:
-        parser.error("every k must be at least 1")
-    chosen = [c for c in CONFIGURATIONS if not args.configurations or c.name in args.configurations]
+    if min(args.k) < 1 or (args.turns is not None and args.turns < 1) or args.batch < 1:
+        parser.error("--k, --turns and --batch must be at least 1")
+    chosen = [
+        c
+        for c in CONFIGURATIONS
+        if (args.graph or not c.graph)
+        and (not args.configurations or c.name in args.configurations)
+    ]
     try:
         conversations = load_conversations(args.data)
     except LocomoError as error:
         print(f"error: {error}", file=sys.stderr)
         return 2
+    if args.samples:
+        conversations = [c for c in conversations if c.sample_id in args.samples]
+    if args.turns:
+        conversations = [c.first(args.turns) for c in conversations]
     for conversation in conversations:
         if conversation.unknown_evidence:
             print(
@@ -417,11 +582,24 @@ def main(argv: Sequence[str] | None = None) -> int:
     except (ConfigError, ModelError) as error:
         print(f"error: {error}", file=sys.stderr)
         return 2
-    results, timings = run(conversations, embedder, args.k, chosen, progress=True)
+    if args.keep:
+        args.keep.mkdir(parents=True, exist_ok=True)
+    with ExitStack() as resources:
+        llm = None
+        if any(c.graph for c in chosen):
+            from assistant.config import load_config
+            from assistant.llm.runtime import LLMRuntime
+
+            llm = resources.enter_context(LLMRuntime(load_config().settings))
+        results, timings, cost = run(
+            conversations, embedder, args.k, chosen, True, llm, args.keep, args.batch
+        )
     if args.json:
-        print(json.dumps(to_json(results)))
+        print(json.dumps(to_json(results, cost)))
     else:
         print(format_table(results, timings, question_counts(conversations)))
+        if cost is not None:
+            print(format_cost(cost))
     return 0
 
 

@@ -16,7 +16,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, Protocol
 
 import numpy as np
 import pyarrow as pa
@@ -98,11 +98,21 @@ class MemoryConfig:
     # their episode neighbours); less memory, normalised over the candidates only. Both take
     # BM25 scores from the text_candidates best text hits.
     exact_scoring: bool = True
+    # hybrid and contextual: the memories a knowledge-graph search finds for the query (the
+    # stream's ``graph`` source; see memory.graph.search.GraphRelevance) add graph_weight times
+    # their graph score (0-1) to their relevance. 0, or no source, turns this off.
+    graph_weight: float = 0.0
     vector_candidates: int = 100
     text_candidates: int = 100
     static_candidates: int = 50
     duplicate_cosine: float = 0.95
     duplicate_window_hours: float = 24.0
+
+
+class GraphSource(Protocol):
+    """Memories a knowledge graph finds for a query: record id -> score in (0, 1]."""
+
+    def __call__(self, query: str, vector: NDArray[np.float32]) -> dict[str, float]: ...
 
 
 @dataclass(frozen=True)
@@ -193,8 +203,10 @@ class MemoryStream:
         llm: StructuredLLM | None = None,
         clock: Clock = utc_now,
         config: MemoryConfig | None = None,
+        graph: GraphSource | None = None,
     ) -> None:
         self.config = config or MemoryConfig()
+        self.graph = graph
         self._embedder = embedder
         self._clock = clock
         database = open_database(data_dir)
@@ -479,7 +491,21 @@ class MemoryStream:
         )
         rest = without_names(query, names)[:MAX_EMBED_CHARS]
         vectors = self._embedder.embed([query[:MAX_EMBED_CHARS] or " ", *([rest] if rest else [])])
-        return _Query(query, vectors[0], names, vectors[1] if rest else None)
+        graph_hits = (
+            self._graph_hits(query, vectors[0])
+            if config.graph_weight > 0 and config.relevance in ("hybrid", "contextual")
+            else {}
+        )
+        return _Query(query, vectors[0], names, vectors[1] if rest else None, graph_hits)
+
+    def _graph_hits(self, query: str, vector: NDArray[np.float32]) -> dict[str, float]:
+        if self.graph is None:
+            return {}
+        try:
+            return self.graph(query, vector)
+        except Exception as error:  # a broken graph must not stop the memory answering
+            log.warning("knowledge graph search failed for %r: %s", query[:80], error)
+            return {}
 
     def _relevance_everywhere(
         self,
@@ -518,13 +544,7 @@ class MemoryStream:
                     opened.append(name)
             return subjects, tuple(opened)
 
-        lexical = np.zeros(positions.size, dtype=np.float64)
-        if text_hits is not None:
-            hits = text_hits.result()
-            places = mirror.positions(list(hits))
-            index = np.clip(np.searchsorted(positions, places), 0, positions.size - 1)
-            found = (places >= 0) & (positions[index] == places)
-            lexical[index[found]] = np.fromiter(hits.values(), dtype=np.float64)[found]
+        lexical = self._spread(text_hits.result() if text_hits is not None else {}, positions)
         relevance = self._relevance(asked, positions, lexical, subjects_of, similarity_to)
         return positions, relevance
 
@@ -604,6 +624,7 @@ class MemoryStream:
             if mode != "cosine":
                 lexical = self._text_hits(asked, where)
                 found.update(dict.fromkeys(lexical))
+            found.update(dict.fromkeys(asked.graph_hits))
             if mode == "contextual" and self.config.context_weight > 0:
                 positions = self._positions(list(found))
                 near = self._neighbours(positions[positions >= 0], allowed)
@@ -679,10 +700,26 @@ class MemoryStream:
         blended: FloatArray = (1 - share) * min_max(similarity_to(direction)) + share * min_max(
             lexical
         )
+        if asked.graph_hits:
+            blended = blended + self.config.graph_weight * self._spread(asked.graph_hits, positions)
         if mode != "contextual":
             return blended
         blended = blended + self.config.subject_boost * subjects
         return self._with_context(blended, positions)
+
+    def _spread(self, values: dict[str, float], positions: NDArray[np.int64]) -> FloatArray:
+        """``values`` (by record id) laid out over the records at mirror ``positions``; 0 for
+        the records it does not name."""
+        spread = np.zeros(positions.size, dtype=np.float64)
+        if not values or positions.size == 0:
+            return spread
+        places = self._positions(list(values))
+        order = np.argsort(positions, kind="stable")
+        ordered = positions[order]
+        index = np.clip(np.searchsorted(ordered, places), 0, positions.size - 1)
+        found = (places >= 0) & (ordered[index] == places)
+        spread[order[index[found]]] = np.fromiter(values.values(), dtype=np.float64)[found]
+        return spread
 
     def _positions(self, ids: Sequence[str]) -> NDArray[np.int64]:
         return self._mirror.positions(ids)
@@ -999,6 +1036,8 @@ class _Query:
     # query without them (None: no names, or nothing but question words left).
     names: tuple[str, ...] = ()
     without_names: NDArray[np.float32] | None = None
+    # Memories the knowledge graph found for the query, with their graph score (0-1).
+    graph_hits: dict[str, float] = field(default_factory=dict)
 
 
 _WORD = re.compile(r"[^\W\d_][\w-]*")

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+from collections.abc import Sequence
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -35,6 +36,7 @@ from memory.stream import (
     query_names,
     without_names,
 )
+from tests.memory_helpers import ScriptedLLM
 
 SESSION_1 = [
     ("Caroline", "Hey Mel! How have you been lately?"),
@@ -181,8 +183,9 @@ def test_recall_of_real_retrieval_matches_the_hand_count(
     cosine = next(c for c in CONFIGURATIONS if c.name == "cosine")
     contextual = next(c for c in CONFIGURATIONS if c.name == "contextual")
     configurations: list[Configuration] = [cosine, contextual]
-    results, timings = run(load_conversations(data_file), embedder, (1, 10), configurations)
+    results, timings, cost = run(load_conversations(data_file), embedder, (1, 10), configurations)
     assert set(results) == {"cosine", "contextual"} and set(timings) == set(results)
+    assert cost is None  # no configuration needed the graph
     assert results["cosine"]["1"] == pytest.approx(
         {"1": 0.5, "2": 0.0, "3": None, "4": 1.0, "all": 0.5}
     )
@@ -220,6 +223,51 @@ def test_json_output_has_one_object_per_configuration(
             assert values["3"] is None
             assert all(0.0 <= values[c] <= 1.0 for c in ("1", "2", "4", "all"))
     assert printed["cosine"]["10"]["all"] == 1.0
+
+
+def test_a_conversation_cut_short_keeps_the_questions_it_can_answer(data_file: Path) -> None:
+    (conversation,) = load_conversations(data_file)
+    cut = conversation.first(5)
+    assert [t.dia_id for t in cut.turns] == [f"D1:{n}" for n in range(1, 6)]
+    assert [q.evidence for q in cut.questions] == [("D1:3",)]
+
+
+@pytest.mark.slow
+def test_the_graph_configurations_learn_the_graph_once_and_keep_it(
+    data_file: Path, embedder: OnnxSentenceEmbedder, tmp_path: Path
+) -> None:
+    """A scripted model stands in for the LLM here (what it costs with the local one is in
+    docs/BENCHMARKS.md): each turn is one extraction request, and the graph learnt from it
+    lifts the turn it came from."""
+
+    def extraction(messages: Sequence[dict[str, str]]) -> dict[str, Any]:
+        said = messages[-1]["content"]
+        if "adopted" in said:
+            return {
+                "triplets": [
+                    {
+                        "subject": "Caroline",
+                        "relation": "adopted",
+                        "object": "puppy",
+                        "certain": True,
+                    }
+                ]
+            }
+        return {"triplets": []}
+
+    llm = ScriptedLLM(extraction)
+    chosen = [c for c in CONFIGURATIONS if c.name in ("contextual", "contextual+graph")]
+    conversations = load_conversations(data_file)
+    keep = tmp_path / "kept"
+    results, _, cost = run(conversations, embedder, (1, 10), chosen, graph_llm=llm, keep=keep)
+    assert cost is not None and (cost.turns, cost.llm_calls, cost.triplets) == (10, 10, 1)
+    assert cost.per_100_turns()["llm_calls"] == 100
+    assert set(results) == {"contextual", "contextual+graph"}
+    # A second run finds the memory and the graph kept: no LLM call, the same figures.
+    again, _, kept_cost = run(conversations, embedder, (1, 10), chosen, graph_llm=llm, keep=keep)
+    assert len(llm.calls) == 10 and kept_cost == cost and again == results
+    with pytest.raises(ValueError, match="needs an LLM"):
+        run(conversations, embedder, (1,), chosen)
 
 
 def test_a_missing_file_is_an_error(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

@@ -16,29 +16,42 @@ from assistant.settings import Settings
 from memory.archival import ArchivalStore
 from memory.database import open_database
 from memory.embedder import Embedder
+from memory.graph.search import RETRIEVAL_GRAPH_SEARCH, GraphRelevance
 from memory.graph.store import GraphStore
 from memory.llm import StructuredLLM
 from memory.locking import WriteLock
 from memory.recall import RecallStore
-from memory.stream import MemoryStream
+from memory.stream import MemoryConfig, MemoryStream
 
 # Recent messages put back into the window when the agent starts (the rest stay in recall).
 RESUMED_MESSAGES = 12
 
 
 def open_stores(
-    data_dir: Path, embedder: Embedder, rater: StructuredLLM | None, core_memory_chars: int
+    data_dir: Path,
+    embedder: Embedder,
+    rater: StructuredLLM | None,
+    core_memory_chars: int,
+    graph_weight: float = 0.0,
 ) -> Stores:
-    """The stores in ``data_dir``; ``rater`` rates new memories' importance (None: later)."""
-    stream = MemoryStream(data_dir, embedder, llm=rater)
+    """The stores in ``data_dir``; ``rater`` rates new memories' importance (None: later);
+    ``graph_weight``: how much the knowledge graph's search adds to a memory's relevance."""
     database = open_database(data_dir)
     lock = WriteLock(data_dir / "memory.lock")
+    graph = GraphStore(database, lock, embedder)
+    stream = MemoryStream(
+        data_dir,
+        embedder,
+        llm=rater,
+        config=MemoryConfig(graph_weight=graph_weight),
+        graph=GraphRelevance(graph, RETRIEVAL_GRAPH_SEARCH),
+    )
     return Stores(
         core=CoreMemory(data_dir / "core_memory.json", limit=core_memory_chars),
         stream=stream,
         recall=RecallStore(database, lock, embedder),
         archival=ArchivalStore(database, lock, embedder),
-        graph=GraphStore(database, lock, embedder),
+        graph=graph,
     )
 
 

@@ -103,6 +103,7 @@ class AgentHost:
                 embedder,
                 BackgroundLLM(self.background, self.gate),
                 self.settings.agent.core_memory_chars,
+                self.settings.agent.graph_weight if self.settings.agent.knowledge_graph else 0.0,
             )
             data = self.settings.data_dir
             self.reminders = ReminderStore(data / "reminders.json")

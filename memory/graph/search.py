@@ -19,6 +19,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
+from numpy.typing import NDArray
 
 from memory.graph.store import GraphStore, Triplet
 from memory.scoring import cosine
@@ -30,6 +31,11 @@ class GraphSearchConfig:
     depth: int = 2
     width: int = 3
     episodes: int = 5
+
+
+# The search behind GraphRelevance: more episodes than the agent's tool shows, as each is only
+# one more signal among the memory retrieval's.
+RETRIEVAL_GRAPH_SEARCH = GraphSearchConfig(episodes=10)
 
 
 @dataclass(frozen=True)
@@ -52,9 +58,14 @@ def episode_score(found: int, size: int) -> float:
 
 
 def graph_search(
-    store: GraphStore, query: str, config: GraphSearchConfig = GraphSearchConfig()
+    store: GraphStore,
+    query: str,
+    config: GraphSearchConfig = GraphSearchConfig(),
+    vector: NDArray[np.float32] | None = None,
 ) -> GraphResult:
-    vector = store.embedder.embed([query])[0]
+    """``vector``: the query's embedding, when the caller has it already."""
+    if vector is None:
+        vector = store.embedder.embed([query])[0]
     found = store.nearest_triplets(vector, config.k)
     seen = {t.id for t in found}
     visited: set[str] = set()
@@ -111,3 +122,18 @@ def _episodes(store: GraphStore, found: Sequence[Triplet], limit: int) -> list[S
     ]
     scored.sort(key=lambda e: (-e.score, -e.found))
     return scored[:limit]
+
+
+class GraphRelevance:
+    """The knowledge graph as a relevance source for the memory stream's retrieval
+    (``MemoryStream(graph=...)``, weighed by ``MemoryConfig.graph_weight``): the episodes a
+    graph search ranks, the best 1, the next ones less, down to 1/``config.episodes``."""
+
+    def __init__(self, store: GraphStore, config: GraphSearchConfig) -> None:
+        self._store = store
+        self._config = config
+
+    def __call__(self, query: str, vector: NDArray[np.float32]) -> dict[str, float]:
+        episodes = graph_search(self._store, query, self._config, vector).episodes
+        count = max(self._config.episodes, 1)
+        return {e.record_id: 1.0 - rank / count for rank, e in enumerate(episodes)}

@@ -1,0 +1,180 @@
+"""Whether the knowledge graph keeps facts current: a fact, a later change, and a question about
+now and one about then, for each case of ``benchmarks/data/fact_updates.json`` (32 cases).
+
+    python -m benchmarks.fact_updates [--data FILE] [--cases N] [--json]
+
+One graph learns every case, as a user would say them over weeks: first every case's
+``before`` (a minute apart), then, 30 days later, every ``after`` (a minute apart), each stored
+as a memory (real LanceDB, real embedder) and read by ``KnowledgeGraph.learn`` with the
+configured LLM (the local model unless an endpoint is set). Then, per case:
+
+* **current**: a graph search for the ``now`` question finds, among its first 5 facts, a
+  current fact (no ``valid_until``) whose text holds the ``current`` word;
+* **past**: a graph search for the ``then`` question finds a fact whose text holds the ``past``
+  word and that is marked as past (``valid_until`` set: the replacement step retired it);
+* **both**: the two together.
+
+It prints the share of cases for each, the cases that failed (with what was found), and what
+learning took: LLM calls and seconds, in all and per memory. ``--json`` prints one object:
+``{"cases", "current", "past", "both", "llm_calls", "seconds", "failures": [...]}``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import tempfile
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+from memory.database import open_database
+from memory.embedder import Embedder
+from memory.graph.graph import KnowledgeGraph
+from memory.graph.search import graph_search
+from memory.graph.store import GraphStore, Triplet
+from memory.llm import StructuredLLM
+from memory.locking import WriteLock
+from memory.stream import MemoryStream, NewMemory
+
+DATA = Path(__file__).parent / "data" / "fact_updates.json"
+FIRST_SAID = datetime(2026, 1, 5, 9, 0, tzinfo=UTC)
+CHANGED_AFTER = timedelta(days=30)
+# The "now" answer must be among this many of the search's facts (current ones come first).
+CURRENT_WITHIN = 5
+
+
+@dataclass(frozen=True)
+class Case:
+    before: str
+    after: str
+    now: str
+    then: str
+    current: str
+    past: str
+
+
+@dataclass(frozen=True)
+class Outcome:
+    case: Case
+    current: bool
+    past: bool
+    found_now: tuple[str, ...]
+    found_then: tuple[str, ...]
+
+
+def load_cases(path: Path) -> list[Case]:
+    return [Case(**item) for item in json.loads(path.read_text(encoding="utf-8"))]
+
+
+def learn_cases(
+    cases: Sequence[Case], folder: Path, embedder: Embedder, llm: StructuredLLM
+) -> tuple[GraphStore, int, float]:
+    """Every case's two memories learnt, befores first; (the graph, LLM calls, seconds)."""
+    stream = MemoryStream(folder, embedder, clock=lambda: FIRST_SAID + 2 * CHANGED_AFTER)
+    said = [
+        NewMemory(text, source="user", created_at=start + timedelta(minutes=index))
+        for start, texts in (
+            (FIRST_SAID, [c.before for c in cases]),
+            (FIRST_SAID + CHANGED_AFTER, [c.after for c in cases]),
+        )
+        for index, text in enumerate(texts)
+    ]
+    try:
+        records = stream.add_many(said, merge_duplicates=False)
+    finally:
+        stream.close()
+    store = GraphStore(open_database(folder), WriteLock(folder / "memory.lock"), embedder)
+    graph = KnowledgeGraph(store, embedder, llm)
+    started = time.perf_counter()
+    calls = 0
+    for index, record in enumerate(records):
+        calls += graph.learn([record]).llm_calls
+        print(f"  {index + 1}/{len(records)} memories read", file=sys.stderr)
+    return store, calls, time.perf_counter() - started
+
+
+def score(store: GraphStore, case: Case) -> Outcome:
+    now = graph_search(store, case.now).triplets
+    then = graph_search(store, case.then).triplets
+    current = any(t.current and _holds(t, case.current) for t in now[:CURRENT_WITHIN])
+    past = any(not t.current and _holds(t, case.past) for t in then)
+    return Outcome(
+        case, current, past, tuple(t.describe() for t in now), tuple(t.describe() for t in then)
+    )
+
+
+def _holds(triplet: Triplet, word: str) -> bool:
+    return word.casefold() in triplet.text.casefold()
+
+
+def report(outcomes: Sequence[Outcome], calls: int, seconds: float) -> dict[str, Any]:
+    count = len(outcomes)
+
+    def share(hits: int) -> float:
+        return hits / count if count else 0.0
+
+    return {
+        "cases": count,
+        "current": share(sum(o.current for o in outcomes)),
+        "past": share(sum(o.past for o in outcomes)),
+        "both": share(sum(o.current and o.past for o in outcomes)),
+        "llm_calls": calls,
+        "seconds": seconds,
+        "failures": [
+            {
+                "after": o.case.after,
+                "current": o.current,
+                "past": o.past,
+                "found_now": list(o.found_now[:CURRENT_WITHIN]),
+                "found_then": list(o.found_then),
+            }
+            for o in outcomes
+            if not (o.current and o.past)
+        ],
+    }
+
+
+def table(figures: dict[str, Any]) -> str:
+    memories = 2 * figures["cases"]
+    lines = [
+        f"{figures['cases']} cases: current fact found {figures['current']:.0%}, past fact "
+        f"found and marked past {figures['past']:.0%}, both {figures['both']:.0%}",
+        f"learning {memories} memories: {figures['llm_calls']} LLM calls in "
+        f"{figures['seconds']:.0f} s ({figures['seconds'] / max(memories, 1):.1f} s a memory)",
+    ]
+    for failure in figures["failures"]:
+        lines.append(
+            f"- {failure['after']!r}: current {'yes' if failure['current'] else 'no'}, past "
+            f"{'yes' if failure['past'] else 'no'}; now: {failure['found_now'][:3]}; "
+            f"then: {failure['found_then'][:4]}"
+        )
+    return "\n".join(lines)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
+    parser.add_argument("--data", type=Path, default=DATA)
+    parser.add_argument("--cases", type=int, help="only the first N cases")
+    parser.add_argument("--json", action="store_true", help="print one JSON object")
+    args = parser.parse_args(argv)
+    cases = load_cases(args.data)[: args.cases]
+    from assistant.config import load_config
+    from assistant.llm.runtime import LLMRuntime
+    from assistant.parts import configured_embedder
+
+    embedder = configured_embedder()
+    with tempfile.TemporaryDirectory(prefix="fact-updates-") as scratch:
+        with LLMRuntime(load_config().settings) as llm:
+            store, calls, seconds = learn_cases(cases, Path(scratch), embedder, llm)
+        figures = report([score(store, case) for case in cases], calls, seconds)
+    print(json.dumps(figures) if args.json else table(figures))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

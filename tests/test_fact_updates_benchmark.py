@@ -1,0 +1,84 @@
+"""The fact-update benchmark's scoring, with a scripted model standing in for the LLM (what the
+local model scores is in docs/BENCHMARKS.md): real LanceDB, real embedder, real graph."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from benchmarks.fact_updates import DATA, Case, learn_cases, load_cases, report, score, table
+from memory.embedder import OnnxSentenceEmbedder
+from tests.memory_helpers import ScriptedLLM
+
+CASES = [
+    Case(
+        "User: My sister Ana lives in Porto.",
+        "User: Ana moved to Lisbon last month.",
+        "Where does Ana live?",
+        "Where did Ana live before?",
+        "Lisbon",
+        "Porto",
+    ),
+    Case(
+        "User: My dog is called Rex.",
+        "User: Rex died; we adopted a dog called Luna.",
+        "What is my dog called?",
+        "What was my dog called before?",
+        "Luna",
+        "Rex",
+    ),
+]
+FACTS = {
+    "Porto": ("Ana", "lives in", "Porto"),
+    "Lisbon": ("Ana", "lives in", "Lisbon"),
+    "Rex.": ("user", "has dog", "Rex"),
+    "Luna": ("user", "has dog", "Luna"),
+}
+
+
+def model(replace_dogs: bool) -> ScriptedLLM:
+    """Extracts the one fact of each memory; says the move replaced Porto, and the new dog
+    replaced Rex only when ``replace_dogs``."""
+
+    def reply(messages: Sequence[dict[str, str]]) -> dict[str, Any]:
+        asked = messages[-1]["content"]
+        if asked.startswith("Task: extract."):
+            said = [f for key, f in FACTS.items() if key in asked]
+            return {
+                "triplets": [
+                    {"subject": s, "relation": r, "object": o, "certain": True} for s, r, o in said
+                ]
+            }
+        if asked.startswith("Task: outdated."):
+            known = asked.split("New facts:")[0]
+            if "Ana lives in Porto" in known or (replace_dogs and "has dog Rex" in known):
+                return {"outdated": [{"known": 1, "new": "a"}]}
+            return {"outdated": []}
+        return {"same": False}
+
+    return ScriptedLLM(reply)
+
+
+def test_the_data_set_has_at_least_30_cases_each_naming_both_answers() -> None:
+    cases = load_cases(DATA)
+    assert len(cases) >= 30
+    for case in cases:
+        assert case.current.casefold() in case.after.casefold()
+        assert case.past.casefold() in case.before.casefold()
+
+
+def test_a_case_scores_only_when_the_past_fact_was_retired(
+    tmp_path: Path, embedder: OnnxSentenceEmbedder
+) -> None:
+    store, calls, _ = learn_cases(CASES, tmp_path / "a", embedder, model(replace_dogs=False))
+    outcomes = [score(store, case) for case in CASES]
+    assert calls >= 4
+    assert [(o.current, o.past) for o in outcomes] == [(True, True), (True, False)]
+    figures = report(outcomes, calls, 1.0)
+    assert (figures["current"], figures["past"], figures["both"]) == (1.0, 0.5, 0.5)
+    [failure] = figures["failures"]
+    assert failure["after"] == CASES[1].after and "has dog Rex" in " ".join(failure["found_then"])
+    assert "current fact found 100%" in table(figures)
+    store, _, _ = learn_cases(CASES, tmp_path / "b", embedder, model(replace_dogs=True))
+    assert all(score(store, case).past for case in CASES)
