@@ -7,7 +7,19 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from benchmarks.fact_updates import DATA, Case, learn_cases, load_cases, report, score, table
+from benchmarks.fact_updates import (
+    ADDITIONS,
+    DATA,
+    Addition,
+    Case,
+    learn_cases,
+    load_additions,
+    load_cases,
+    report,
+    score,
+    score_addition,
+    table,
+)
 from memory.embedder import OnnxSentenceEmbedder
 from tests.memory_helpers import ScriptedLLM
 
@@ -29,7 +41,17 @@ CASES = [
         "Rex",
     ),
 ]
+ADDED = [
+    Addition(
+        "User: Ana likes jazz.",
+        "User: Ana has started to like rock music too.",
+        "What music does Ana like?",
+        "jazz",
+    )
+]
 FACTS = {
+    "jazz": ("Ana", "likes", "jazz"),
+    "rock": ("Ana", "likes", "rock"),
     "Porto": ("Ana", "lives in", "Porto"),
     "Lisbon": ("Ana", "lives in", "Lisbon"),
     "Rex.": ("user", "has dog", "Rex"),
@@ -39,7 +61,7 @@ FACTS = {
 
 def model(replace_dogs: bool) -> ScriptedLLM:
     """Extracts the one fact of each memory; says the move replaced Porto, and the new dog
-    replaced Rex only when ``replace_dogs``."""
+    replaced Rex and rock replaced jazz only when ``replace_dogs`` (an eager model)."""
 
     def reply(messages: Sequence[dict[str, str]]) -> dict[str, Any]:
         asked = messages[-1]["content"]
@@ -51,10 +73,18 @@ def model(replace_dogs: bool) -> ScriptedLLM:
                 ]
             }
         if asked.startswith("Task: outdated."):
-            known = asked.split("New facts:")[0]
-            if "Ana lives in Porto" in known or (replace_dogs and "has dog Rex" in known):
-                return {"outdated": [{"known": 1, "new": "a"}]}
-            return {"outdated": []}
+            known = asked.split("New facts:")[0].splitlines()
+            wanted = [
+                "Ana lives in Porto",
+                *(["has dog Rex", "likes jazz"] if replace_dogs else []),
+            ]
+            return {
+                "outdated": [
+                    {"known": int(line.split(".")[0]), "new": "a"}
+                    for line in known
+                    if line[:1].isdigit() and any(w in line for w in wanted)
+                ]
+            }
         return {"same": False}
 
     return ScriptedLLM(reply)
@@ -66,19 +96,33 @@ def test_the_data_set_has_at_least_30_cases_each_naming_both_answers() -> None:
     for case in cases:
         assert case.current.casefold() in case.after.casefold()
         assert case.past.casefold() in case.before.casefold()
+    additions = load_additions(ADDITIONS)
+    assert len(additions) >= 16
+    for addition in additions:
+        assert addition.kept.casefold() in addition.before.casefold()
+        assert addition.kept.casefold() not in addition.after.casefold()
 
 
 def test_a_case_scores_only_when_the_past_fact_was_retired(
     tmp_path: Path, embedder: OnnxSentenceEmbedder
 ) -> None:
-    store, calls, _ = learn_cases(CASES, tmp_path / "a", embedder, model(replace_dogs=False))
+    careful = model(replace_dogs=False)
+    store, calls, _ = learn_cases(CASES, tmp_path / "a", embedder, careful, ADDED)
     outcomes = [score(store, case) for case in CASES]
-    assert calls >= 4
+    assert calls >= 6
     assert [(o.current, o.past) for o in outcomes] == [(True, True), (True, False)]
-    figures = report(outcomes, calls, 1.0)
+    [added] = [score_addition(store, addition) for addition in ADDED]
+    assert added.kept
+    figures = report(outcomes, calls, 1.0, [added])
     assert (figures["current"], figures["past"], figures["both"]) == (1.0, 0.5, 0.5)
+    assert (figures["additions"], figures["kept"]) == (1, 1.0)
     [failure] = figures["failures"]
     assert failure["after"] == CASES[1].after and "has dog Rex" in " ".join(failure["found_then"])
     assert "current fact found 100%" in table(figures)
-    store, _, _ = learn_cases(CASES, tmp_path / "b", embedder, model(replace_dogs=True))
+    # A model that retires whatever it is shown: the dog is replaced, and so is the jazz.
+    eager = model(replace_dogs=True)
+    store, _, _ = learn_cases(CASES, tmp_path / "b", embedder, eager, ADDED)
     assert all(score(store, case).past for case in CASES)
+    [added] = [score_addition(store, addition) for addition in ADDED]
+    assert not added.kept
+    assert "not kept" in table(report([], 0, 1.0, [added]))

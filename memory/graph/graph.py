@@ -56,6 +56,11 @@ BATCH = 1
 LEARNT_FROM: tuple[Kind, ...] = ("observation", "fact")
 # Known facts put to the LLM beside a memory's new ones, when asking which are outdated.
 REPLACEMENT_CANDIDATES = 12
+# How near (cosine of MiniLM embeddings) a known fact's relation must be to a new fact's for the
+# two to be about the same aspect. Measured pairs: "lives in" / "moved to" 0.61, "favourite band"
+# / itself 1.0 (replacements); "went to" / "is researching" 0.12, "is" / "wants to adopt" 0.35
+# (no replacement). 0 turns the gate off.
+SAME_ASPECT = 0.5
 # The background learner reads memories a page of this many at a time, newest first.
 RECENT = 200
 
@@ -78,12 +83,18 @@ SAME_ENTITY_SCHEMA = {
 
 class KnowledgeGraph:
     def __init__(
-        self, store: GraphStore, embedder: Embedder, llm: StructuredLLM, batch: int = BATCH
+        self,
+        store: GraphStore,
+        embedder: Embedder,
+        llm: StructuredLLM,
+        batch: int = BATCH,
+        same_aspect: float = SAME_ASPECT,
     ) -> None:
         self.store = store
         self._embedder = embedder
         self._llm = llm
         self._batch = batch
+        self._same_aspect = same_aspect
         self._calls = 0
 
     def unread(self, records: Sequence[MemoryRecord]) -> list[MemoryRecord]:
@@ -128,8 +139,8 @@ class KnowledgeGraph:
         new: list[Triplet] = []
         linked: list[str] = []
         for fact in facts:
-            subject = self.resolve(fact.subject)
-            obj = self.resolve(fact.object)
+            subject = self.resolve(_speaker(fact.subject, record))
+            obj = self.resolve(_speaker(fact.object, record))
             same = self._same_fact(subject, fact.relation, obj)
             if same is not None:
                 self.store.add_episode(same, record.id)
@@ -165,17 +176,21 @@ class KnowledgeGraph:
     def _replace(
         self, new: Sequence[Triplet], vectors: NDArray[np.float32], said_at: datetime
     ) -> int:
-        """Ask which current facts about the new facts' subjects the new ones make outdated;
-        only the REPLACEMENT_CANDIDATES known facts nearest a new one are asked about (a person
-        the user talks about a lot has hundreds of facts)."""
+        """Ask which current facts about the new facts' subjects the new ones make outdated.
+        Only known facts about the same aspect are asked about: those whose relation is near a
+        new fact's (``same_aspect``), at most the REPLACEMENT_CANDIDATES nearest a new fact (a
+        person the user talks about a lot has hundreds of facts). None left: no question."""
         if not new:
             return 0
         subjects = {t.subject for t in new}
-        known = [
-            t
-            for t in self.store.triplets_about(sorted(subjects), current_only=True)
-            if t.subject in subjects
-        ]
+        known = self.same_aspect(
+            [
+                t
+                for t in self.store.triplets_about(sorted(subjects), current_only=True)
+                if t.subject in subjects
+            ],
+            new,
+        )
         if not known:
             return 0
         if len(known) > REPLACEMENT_CANDIDATES:
@@ -200,6 +215,30 @@ class KnowledgeGraph:
             self.store.retire(old.id, max(replacement.valid_from, old.valid_from), replacement.id)
             retired += 1
         return retired
+
+    def same_aspect(self, known: Sequence[Triplet], new: Sequence[Triplet]) -> list[Triplet]:
+        """The known facts whose relation is near (cosine of the relations' embeddings at least
+        SAME_ASPECT) a new fact's about the same subject: only those can describe the same
+        aspect, as replacement needs. Without this gate the bundled 1.5B model retired most
+        facts about a person whenever a new one came (docs/BENCHMARKS.md, "Knowledge graph")."""
+        if not known or not new:
+            return []
+        if self._same_aspect <= 0:
+            return list(known)
+        relations = sorted({t.relation for t in (*known, *new)})
+        embedded = self._embedder.embed(relations)
+        unit = embedded / np.maximum(np.linalg.norm(embedded, axis=1, keepdims=True), 1e-12)
+        place = {relation: index for index, relation in enumerate(relations)}
+        kept = []
+        for fact in known:
+            nearness = [
+                float(unit[place[fact.relation]] @ unit[place[t.relation]])
+                for t in new
+                if t.subject == fact.subject
+            ]
+            if nearness and max(nearness) >= self._same_aspect:
+                kept.append(fact)
+        return kept
 
     # Entities
 
@@ -240,6 +279,19 @@ class KnowledgeGraph:
             log.warning("knowledge graph: no answer on %r: %s", name, error)
             return False
         return isinstance(reply, dict) and reply.get("same") is True
+
+
+# Words by which the speaker of a memory names themself; the extraction is asked to write
+# "user" or "assistant", and small models often write "I" all the same.
+FIRST_PERSON = ("i", "me", "myself")
+SPEAKERS = {"User:": "user", "Assistant:": "assistant"}
+
+
+def _speaker(name: str, record: MemoryRecord) -> str:
+    """``name``, or the speaker's name when it is "I" in a memory that says who speaks."""
+    if name.casefold() not in FIRST_PERSON:
+        return name
+    return next((who for prefix, who in SPEAKERS.items() if record.text.startswith(prefix)), name)
 
 
 def _plain(name: str) -> str:
