@@ -13,9 +13,11 @@ configured LLM (the local model unless an endpoint is set). Then, per change:
 
 * **current**: a graph search for the ``now`` question finds, among its first 5 facts, a
   current fact (no ``valid_until``) whose text holds the ``current`` word;
-* **past**: a graph search for the ``then`` question finds a fact whose text holds the ``past``
-  word and that is marked as past (``valid_until`` set: the replacement step retired it);
-* **both**: the two together;
+* **past found**: a graph search for the ``then`` question finds a fact whose text holds the
+  ``past`` word, still holding or not (the old fact is still known);
+* **past**: that fact is also marked as past (``valid_until`` set: the replacement step retired
+  it), so the graph knows it no longer holds;
+* **both**: current and past together;
 
 and per addition:
 
@@ -26,8 +28,8 @@ It prints the share of cases for each, the cases that failed (with what was foun
 learning took: LLM calls and seconds, in all and per memory. ``--same-aspect`` sets the
 learner's gate on how near two facts' relations must be for one to replace the other
 (``memory.graph.graph.SAME_ASPECT``; 0: none). ``--json`` prints one object:
-``{"cases", "current", "past", "both", "additions", "kept", "llm_calls", "seconds",
-"failures": [...]}``.
+``{"cases", "current", "past_found", "past", "both", "additions", "kept", "llm_calls",
+"seconds", "failures": [...]}``.
 """
 
 from __future__ import annotations
@@ -82,6 +84,7 @@ class Addition:
 class Outcome:
     case: Case
     current: bool
+    past_found: bool
     past: bool
     found_now: tuple[str, ...]
     found_then: tuple[str, ...]
@@ -137,9 +140,14 @@ def score(store: GraphStore, case: Case) -> Outcome:
     now = graph_search(store, case.now).triplets
     then = graph_search(store, case.then).triplets
     current = any(t.current and _holds(t, case.current) for t in now[:CURRENT_WITHIN])
-    past = any(not t.current and _holds(t, case.past) for t in then)
+    told_before = [t for t in then if _holds(t, case.past)]
     return Outcome(
-        case, current, past, tuple(t.describe() for t in now), tuple(t.describe() for t in then)
+        case,
+        current,
+        past_found=bool(told_before),
+        past=any(not t.current for t in told_before),
+        found_now=tuple(t.describe() for t in now),
+        found_then=tuple(t.describe() for t in then),
     )
 
 
@@ -168,6 +176,7 @@ def report(
     return {
         "cases": count,
         "current": share(sum(o.current for o in outcomes)),
+        "past_found": share(sum(o.past_found for o in outcomes)),
         "past": share(sum(o.past for o in outcomes)),
         "both": share(sum(o.current and o.past for o in outcomes)),
         "additions": len(added),
@@ -197,7 +206,8 @@ def table(figures: dict[str, Any]) -> str:
     memories = 2 * (figures["cases"] + figures["additions"])
     lines = [
         f"{figures['cases']} changes: current fact found {figures['current']:.0%}, past fact "
-        f"found and marked past {figures['past']:.0%}, both {figures['both']:.0%}",
+        f"found {figures['past_found']:.0%}, found and marked past {figures['past']:.0%}, "
+        f"both current and marked past {figures['both']:.0%}",
         f"{figures['additions']} additions: the first fact kept current {figures['kept']:.0%}",
         f"learning {memories} memories: {figures['llm_calls']} LLM calls in "
         f"{figures['seconds']:.0f} s ({figures['seconds'] / max(memories, 1):.1f} s a memory)",

@@ -403,7 +403,7 @@ def learn_graph(
         saved.write_text(json.dumps(asdict(cost)), encoding="utf-8")
         if progress:
             print(
-                f"  graph: {start + GRAPH_CHUNK}/{len(todo)} turns; so far {cost}",
+                f"  graph: {min(start + GRAPH_CHUNK, len(todo))}/{len(todo)} turns; so far {cost}",
                 file=sys.stderr,
             )
     return store, cost

@@ -110,11 +110,20 @@ def test_a_case_scores_only_when_the_past_fact_was_retired(
     store, calls, _ = learn_cases(CASES, tmp_path / "a", embedder, careful, ADDED)
     outcomes = [score(store, case) for case in CASES]
     assert calls >= 6
-    assert [(o.current, o.past) for o in outcomes] == [(True, True), (True, False)]
+    # Rex is still known (the search finds him) but not marked as past.
+    assert [(o.current, o.past_found, o.past) for o in outcomes] == [
+        (True, True, True),
+        (True, True, False),
+    ]
     [added] = [score_addition(store, addition) for addition in ADDED]
     assert added.kept
     figures = report(outcomes, calls, 1.0, [added])
-    assert (figures["current"], figures["past"], figures["both"]) == (1.0, 0.5, 0.5)
+    assert (figures["current"], figures["past_found"], figures["past"], figures["both"]) == (
+        1.0,
+        1.0,
+        0.5,
+        0.5,
+    )
     assert (figures["additions"], figures["kept"]) == (1, 1.0)
     [failure] = figures["failures"]
     assert failure["after"] == CASES[1].after and "has dog Rex" in " ".join(failure["found_then"])

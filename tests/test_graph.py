@@ -399,7 +399,7 @@ def test_only_the_known_facts_nearest_the_new_ones_are_asked_about(
 ) -> None:
     places = "Braga Faro Evora Aveiro Coimbra Leiria Viseu Guarda Beja Tomar Sintra Cascais "
     places += "Setubal Obidos Nazare"
-    said = stream.add("User: Ana has lived near many towns.", source="user")
+    said = stream.add(f"User: Ana lives in Porto and has lived near {places}.", source="user")
     moved = stream.add("User: Ana moved to Lisbon.", source="user")
     llm = GraphLLM(
         [
@@ -451,6 +451,29 @@ def test_facts_about_another_aspect_are_not_asked_about(
     job = next(t for t in known if t.relation == "works as")
     new_job = replace(job, id="new", relation="works at", object="x", object_name="hospital")
     assert graph.same_aspect(known, [new_job]) == [job]
+
+
+def test_a_fact_whose_object_the_memory_does_not_name_is_not_kept(
+    stream: MemoryStream, store: GraphStore, embedder: OnnxSentenceEmbedder
+) -> None:
+    """The 1.5B model filled slots with the instructions' example city and with "unknown"."""
+    said = stream.add("Caroline: I went to the LGBTQ support group; I'm a counsellor.")
+    llm = GraphLLM(
+        [
+            facts(
+                (1, "Caroline", "lives in", "Porto"),
+                (1, "Caroline", "lives in", "unknown"),
+                (1, "Caroline", "went to", "an LGBTQ support group"),
+                (1, "Caroline", "works as", "counsellor"),
+            )
+        ]
+    )
+    KnowledgeGraph(store, embedder, llm, batch=1).learn([said])
+    assert current_texts(store, "Caroline") == {
+        "Caroline went to an LGBTQ support group",
+        "Caroline works as counsellor",
+    }
+    assert store.entity_named("Porto") is None and store.entity_named("unknown") is None
 
 
 def test_the_learner_reads_the_newest_page_then_walks_back_to_older_unread_memories(

@@ -14,6 +14,7 @@ not what was asked (an exception from the client, a wrong shape, numbers out of 
 from __future__ import annotations
 
 import logging
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -119,7 +120,7 @@ def extract(llm: StructuredLLM, memories: Sequence[str]) -> list[Extracted] | No
         triplet = _triplet(item, len(memories))
         if triplet is None:
             return None
-        if _worth_keeping(triplet) and triplet not in found:
+        if _worth_keeping(triplet, memories[triplet.memory]) and triplet not in found:
             found.append(triplet)
     return found
 
@@ -194,9 +195,12 @@ def _triplet(item: Any, memories: int) -> Extracted | None:
     return Extracted(number - 1, subject, relation.lower(), obj, item.get("certain") is False)
 
 
-def _worth_keeping(triplet: Extracted) -> bool:
-    """Not empty, not a loop, a relation of a few words, not about the talk itself."""
+def _worth_keeping(triplet: Extracted, memory: str) -> bool:
+    """Not empty, not a loop, a relation of a few words, not about the talk itself, and an
+    object the memory names."""
     if not (triplet.subject and triplet.relation and triplet.object):
+        return False
+    if not _named_in(triplet.object, memory):
         return False
     if triplet.subject.casefold() == triplet.object.casefold():
         return False
@@ -205,6 +209,27 @@ def _worth_keeping(triplet: Extracted) -> bool:
     talk = {"user", "assistant", "you", "i"}
     between_speakers = {triplet.subject.casefold(), triplet.object.casefold()} <= talk
     return not between_speakers and triplet.relation not in TALK_RELATIONS
+
+
+# Who speaks in a memory is named by its prefix or by a pronoun, not always in so many words.
+SPEAKER_WORDS = frozenset({"user", "assistant", "you", "i", "me", "myself"})
+# Name words too common to show that a memory names the thing ("the", "of").
+GROUNDING_LETTERS = 3
+
+
+def _named_in(name: str, memory: str) -> bool:
+    """Whether ``memory`` names ``name``: a speaker, or one of the name's words (of three
+    letters or more; a shorter name as a whole) in the memory's text. Small models fill a
+    slot they cannot fill from the memory with the instructions' example ("Porto") or a
+    placeholder ("unknown", "none"); such a fact is not kept."""
+    folded = name.casefold()
+    if folded in SPEAKER_WORDS:
+        return True
+    text = memory.casefold()
+    words = [w for w in re.findall(r"\w+", folded) if len(w) >= GROUNDING_LETTERS]
+    if not words:
+        return folded in text
+    return any(word in text for word in words)
 
 
 def _letter(index: int) -> str:
