@@ -15,6 +15,7 @@ import re
 import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass
+from datetime import datetime
 from typing import Any
 
 import numpy as np
@@ -27,7 +28,7 @@ from memory.paging import Page, page_bounds
 from memory.records import TIMESTAMP, is_valid_source, utc_now
 from memory.scoring import cosine, min_max
 from memory.stream import Clock, clean_text
-from memory.table import Table, quote
+from memory.table import Table, in_list, quote
 
 log = logging.getLogger(__name__)
 
@@ -48,6 +49,17 @@ class ArchivalHit:
     title: str | None
     text: str
     score: float
+
+
+@dataclass(frozen=True)
+class ArchivalChunk:
+    """A stored piece of a document, as the knowledge graph reads it."""
+
+    id: str
+    document_id: str
+    title: str | None
+    text: str
+    created_at: datetime
 
 
 @dataclass(frozen=True)
@@ -273,6 +285,31 @@ class ArchivalStore:
             for row, score in ranked[offset : offset + limit]
         )
         return Page(hits, len(ranked), page, page_size)
+
+    def list_chunks(self, page: int = 1, page_size: int = 200) -> Page[ArchivalChunk]:
+        """Every stored chunk, the newest document first and each document in order, a page
+        at a time."""
+        offset, limit = page_bounds(page, page_size)
+        order = self.table.query(columns=["id", "created_at", "document_id", "chunk_index"])
+        rows = sorted(
+            order.to_pylist(),
+            key=lambda row: (
+                -row["created_at"].timestamp(),
+                row["document_id"],
+                row["chunk_index"],
+            ),
+        )
+        wanted = [row["id"] for row in rows[offset : offset + limit]]
+        return Page(tuple(self.get_chunks(wanted)), len(rows), page, page_size)
+
+    def get_chunks(self, chunk_ids: Sequence[str]) -> list[ArchivalChunk]:
+        """The chunks in the order asked (unknown ids left out)."""
+        if not chunk_ids:
+            return []
+        columns = ["id", "document_id", "title", "text", "created_at"]
+        rows = self.table.query(in_list("id", chunk_ids), columns, limit=len(chunk_ids))
+        by_id = {row["id"]: ArchivalChunk(**row) for row in rows.to_pylist()}
+        return [by_id[i] for i in chunk_ids if i in by_id]
 
     def get_document(self, document_id: str) -> str:
         """The document as inserted (after cleaning), rebuilt from its chunks."""

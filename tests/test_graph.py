@@ -10,16 +10,20 @@ import threading
 from collections.abc import Sequence
 from dataclasses import replace
 from datetime import UTC, datetime
+from pathlib import Path
 from typing import Any
 
 import pytest
 
+from memory.archival import ArchivalStore
+from memory.database import open_database
 from memory.embedder import OnnxSentenceEmbedder
 from memory.graph import graph as graph_module
 from memory.graph.extract import EXTRACT, OUTDATED, extraction_schema
 from memory.graph.graph import REPLACEMENT_CANDIDATES, GraphLearner, KnowledgeGraph
 from memory.graph.search import GraphRelevance, GraphSearchConfig, episode_score, graph_search
 from memory.graph.store import GraphStore, Triplet
+from memory.locking import WriteLock
 from memory.scoring import RetrievalWeights
 from memory.stream import MemoryConfig, MemoryStream
 from tests.memory_helpers import Clock, ScriptedLLM, store_fact
@@ -501,6 +505,60 @@ def test_the_learner_reads_the_newest_page_then_walks_back_to_older_unread_memor
         assert read[0] == set(ids[4:])  # the newest page first
         assert read[1] == set(ids[1:])  # then the page before it
         assert read[2] == set(ids) == read[3]  # then the rest; then nothing more to read
+    finally:
+        learner.close()
+
+
+@pytest.fixture
+def archival(tmp_path: Path, embedder: OnnxSentenceEmbedder, clock: Clock) -> ArchivalStore:
+    data = tmp_path / "data"
+    return ArchivalStore(open_database(data), WriteLock(data / "memory.lock"), embedder, clock)
+
+
+def test_a_documents_pieces_are_learnt_in_order_and_linked_to_the_facts(
+    store: GraphStore, archival: ArchivalStore, embedder: OnnxSentenceEmbedder
+) -> None:
+    first = "Ana Silva joined the Porto city orchestra in 2019 as a cellist. " * 6
+    second = "In 2024 Ana Silva left the orchestra and moved to Lisbon to teach music. " * 6
+    ids = archival.insert(f"{first.strip()}\n\n{second.strip()}", "import", "ana.md")
+    chunks = archival.list_chunks().items
+    assert [c.id for c in chunks] == ids and len(ids) >= 2 and chunks[0].title == "ana.md"
+    llm = GraphLLM(
+        [
+            facts((1, "Ana Silva", "works as", "cellist"), (1, "Ana Silva", "lives in", "Porto")),
+            *([facts((1, "Ana Silva", "lives in", "Lisbon"))] * (len(ids) - 1)),
+        ],
+        [replaced((1, "a"))],
+    )
+    graph = KnowledgeGraph(store, embedder, llm)
+    assert graph.learn(chunks).read == len(ids)
+    assert graph.unread(chunks) == []
+    assert "Ana Silva joined" in llm.asked(EXTRACT)[0]  # the document's first piece first
+    facts_now = {t.text: t for t in store.triplets_about([store.entity_named("Ana Silva").id])}  # type: ignore[union-attr]
+    assert facts_now["Ana Silva works as cellist"].episodes == (ids[0],)
+    assert not facts_now["Ana Silva lives in Porto"].current
+    assert facts_now["Ana Silva lives in Lisbon"].current
+    assert set(facts_now["Ana Silva lives in Lisbon"].episodes) == set(ids[1:])
+    assert (store.read_count(documents=True), store.read_count()) == (len(ids), 0)
+
+
+def test_the_learner_reads_every_memory_before_any_document(
+    stream: MemoryStream,
+    store: GraphStore,
+    archival: ArchivalStore,
+    embedder: OnnxSentenceEmbedder,
+) -> None:
+    said = stream.add("User: My sister Ana lives in Porto.", source="user")
+    [piece] = archival.insert("Porto is a city in the north of Portugal.", "import", "porto.md")
+    llm = GraphLLM([{"triplets": []}])
+    learner = GraphLearner(KnowledgeGraph(store, embedder, llm), stream, archival, 3600)
+    try:
+        read: list[set[str]] = []
+        for _ in range(3):
+            learner.poke()
+            assert learner.wait_idle(30)
+            read.append(store.read_episodes([said.id, piece]))
+        assert read == [{said.id}, {said.id, piece}, {said.id, piece}]
     finally:
         learner.close()
 

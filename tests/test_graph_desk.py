@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from assistant.agent.session import open_stores
-from assistant.agent.tools import Stores
+from assistant.agent.tools import MemorySearch, Stores, by_name
 from assistant.service.graph_desk import GraphDesk
 from assistant.service.graph_wire import EntityOpen, EntityQuery, FactChange, FactUndo
 from assistant.service.server import MEMORY_ERRORS, _answer
@@ -65,3 +65,18 @@ def test_changes_and_undo_come_back_in_words_and_refusals_are_one_line(stores: S
         with pytest.raises(FactEditError) as refused:
             _answer(stores, bad)
         assert isinstance(refused.value, MEMORY_ERRORS) and "\n" not in str(refused.value)
+
+
+def test_a_fact_learnt_from_a_document_shows_the_piece_it_came_from(stores: Stores) -> None:
+    said = stores.stream.add("User: Ana lives in Porto.", source="user")
+    [piece] = stores.archival.insert("Ana Silva has lived in Porto since 2019.", "import", "ana.md")
+    fact = store_fact(stores.graph, "Ana", "lives in", "Porto", (said.id, piece))
+    [row] = GraphDesk(stores).entity(EntityOpen(ref="r", id=fact.subject)).facts
+    assert [m.text for m in row.memories] == [said.text]
+    assert [(p.id, p.title, p.text) for p in row.passages] == [
+        (piece, "ana.md", "Ana Silva has lived in Porto since 2019.")
+    ]
+    told = by_name()["graph_search"].run(stores, MemorySearch(query="Where does Ana live?"))
+    assert "- Ana lives in Porto" in told
+    assert "memories behind them" in told and "User: Ana lives in Porto." in told
+    assert "documents behind them" in told and "(ana.md) Ana Silva has lived in Porto" in told

@@ -13,6 +13,7 @@ from textual.pilot import Pilot
 from textual.widgets import DataTable, Input
 
 from assistant.config import LoadedConfig
+from memory.archival import ArchivalStore
 from memory.database import open_database
 from memory.embedder import OnnxSentenceEmbedder
 from memory.graph.store import GraphStore
@@ -32,10 +33,15 @@ SIZE = (130, 44)
 
 
 def seed_graph(loaded: LoadedConfig, embedder: OnnxSentenceEmbedder, ids: dict[str, str]) -> None:
-    """Ana lived in Braga, then Porto (the fact from the seeded memory), and a wrong fact."""
+    """Ana lived in Braga (a document says), then Porto (the fact from the seeded memory),
+    and a wrong fact."""
     data = loaded.settings.data_dir
     store = GraphStore(open_database(data), WriteLock(data / "memory.lock"), embedder)
-    braga = store_fact(store, "Ana", "lives in", "Braga", ("gone",), START - timedelta(days=400))
+    archival = ArchivalStore(open_database(data), WriteLock(data / "memory.lock"), embedder)
+    [piece] = archival.insert("Ana grew up in Braga.", "import", "family.md")
+    braga = store_fact(
+        store, "Ana", "lives in", "Braga", ("gone", piece), START - timedelta(days=400)
+    )
     porto = store_fact(store, "Ana", "lives in", "Porto", (ids[FACTS[0]],))
     store.retire(braga.id, porto.valid_from, porto.id)
     store_fact(store, "Ana", "works as", "pasta", (ids[FACTS[0]],))
@@ -98,6 +104,13 @@ async def test_an_entity_shows_its_facts_and_the_user_corrects_retires_and_undoe
             await pilot.press("enter")
             assert isinstance(app.screen, MemoryDetailScreen)
             await pilot.press("escape")
+            assert app.screen is screen
+
+            # A fact learnt from a document shows the piece it came from, which opens nothing.
+            await choose(pilot, screen, "Ana lives in Braga")
+            assert cells(memories, 1) == ["family.md: Ana grew up in Braga."]
+            memories.focus()
+            await pilot.press("enter")
             assert app.screen is screen
 
             # Correct the wrong fact.

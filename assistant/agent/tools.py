@@ -11,7 +11,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from assistant.agent.core_memory import CoreMemory
-from memory.archival import ArchivalStore
+from memory.archival import ArchivalChunk, ArchivalStore
 from memory.graph.search import graph_search
 from memory.graph.store import GraphStore
 from memory.recall import RecallStore
@@ -121,10 +121,18 @@ def _graph_search(stores: Stores, arguments: MemorySearch) -> str:
     if not found.triplets:
         return "no facts found"
     lines = ["facts (current first):", *(f"- {t.describe()}" for t in found.triplets)]
-    behind = stores.stream.get_many([e.record_id for e in found.episodes], embeddings=False)
+    episodes = [e.record_id for e in found.episodes]
+    behind = stores.stream.get_many(episodes, embeddings=False)
     if behind:
         lines += ["memories behind them, best first:", *(describe_memory(r) for r in behind)]
+    read = stores.archival.get_chunks(episodes)
+    if read:
+        lines += ["documents behind them, best first:", *(describe_chunk(c) for c in read)]
     return "\n".join(lines)
+
+
+def describe_chunk(chunk: ArchivalChunk) -> str:
+    return f"- ({chunk.title or 'a document'}) {_snippet(chunk.text)}"
 
 
 def describe_memory(record: MemoryRecord) -> str:

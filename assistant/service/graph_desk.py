@@ -17,8 +17,10 @@ from assistant.service.graph_wire import (
     FactDone,
     FactRow,
     FactUndo,
+    PassageRow,
 )
 from assistant.service.memory_desk import change_row, quote, row_of
+from memory.archival import ArchivalStore
 from memory.graph.edit import FactEditError, FactEditor
 from memory.graph.store import Entity, GraphStore, Triplet
 from memory.stream import MemoryStream
@@ -28,6 +30,7 @@ class GraphDesk:
     def __init__(self, stores: Stores) -> None:
         self.store: GraphStore = stores.graph
         self.stream: MemoryStream = stores.stream
+        self.archival: ArchivalStore = stores.archival
         self.editor = FactEditor(self.store)
 
     # Reading
@@ -84,11 +87,11 @@ class GraphDesk:
         return FactDone(ref=request.ref, fact=self._fact_rows([restored])[0], text=text)
 
     def _fact_rows(self, triplets: list[Triplet]) -> list[FactRow]:
-        memories = {
-            r.id: r
-            for r in self.stream.get_many(
-                sorted({i for t in triplets for i in t.episodes}), embeddings=False
-            )
+        episodes = sorted({i for t in triplets for i in t.episodes})
+        memories = {r.id: r for r in self.stream.get_many(episodes, embeddings=False)}
+        passages = {
+            c.id: PassageRow(id=c.id, title=c.title, text=c.text, created_at=c.created_at)
+            for c in self.archival.get_chunks(episodes)
         }
         replacements = {
             t.id: t.text
@@ -109,6 +112,7 @@ class GraphDesk:
                 valid_until=t.valid_until,
                 replaced_by=replacements.get(t.replaced_by) if t.replaced_by else None,
                 memories=[row_of(memories[i]) for i in t.episodes if i in memories],
+                passages=[passages[i] for i in t.episodes if i in passages],
             )
             for t in triplets
         ]

@@ -78,6 +78,15 @@ class EntityPage(Wire):
     page_size: int
 
 
+class PassageRow(Wire):
+    """A piece of a document in archival storage that a fact was learnt from."""
+
+    id: str
+    title: str | None
+    text: str
+    created_at: datetime
+
+
 class FactRow(Wire):
     id: str
     subject: str
@@ -92,6 +101,8 @@ class FactRow(Wire):
     replaced_by: str | None = None
     # The memories it was learnt from (the ones still there).
     memories: list[MemoryRow] = []
+    # The pieces of documents it was learnt from (the ones still there).
+    passages: list[PassageRow] = []
 
 
 class EntityDetail(Wire):

@@ -237,7 +237,9 @@ class AgentHost:
                         self.stores.graph.embedder,
                         BackgroundLLM(self.background, self.gate),
                     )
-                    self.graph_learner = GraphLearner(graph, self.stores.stream)
+                    self.graph_learner = GraphLearner(
+                        graph, self.stores.stream, self.stores.archival
+                    )
 
     def llm_failed(self, reason: str) -> None:
         for llm in (self.llm, self.background):

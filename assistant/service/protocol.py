@@ -56,7 +56,7 @@ from assistant.service.task_wire import (
 )
 from assistant.service.wire import UserText, Wire
 
-PROTOCOL_VERSION = 6
+PROTOCOL_VERSION = 7
 # The longest line either side sends or accepts (a message is capped far below it).
 MAX_LINE_BYTES = 1 << 20
 # The longest message a user may send in one turn (a huge paste is refused, not cut).

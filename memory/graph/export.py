@@ -4,7 +4,8 @@ memory notes behind each), and a JSON Lines file with every entity and every tri
 
 The JSON Lines file starts with a header line (format, version, counts), then one object per
 line: ``{"type": "entity", ...}`` for each entity, then ``{"type": "triplet", ...}`` for each
-fact, current and past, with its times in ISO 8601 and its episodes (memory ids).
+fact, current and past, with its times in ISO 8601 and its episodes (memory ids, and
+"<document>:<chunk>" ids of the pieces of documents in archival storage it was learnt from).
 """
 
 from __future__ import annotations

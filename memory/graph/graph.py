@@ -1,7 +1,8 @@
-"""The knowledge graph (AriGraph): facts learnt from the memory stream, kept current.
+"""The knowledge graph (AriGraph): facts learnt from the memory stream and from the documents
+in archival storage, kept current.
 
-``learn(records)`` reads memories the graph has not read yet, in batches (one LLM request per
-``batch`` memories), and for each memory:
+``learn(records)`` reads memories (or document chunks) the graph has not read yet, in batches
+(one LLM request per ``batch`` of them), and for each:
 
 1. **extracts** its facts as triplets (:mod:`memory.graph.extract`);
 2. **resolves** each subject and object to an entity: the same name or alias is the same
@@ -23,17 +24,20 @@ from __future__ import annotations
 import logging
 import threading
 import uuid
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
+from typing import Any
 
 import numpy as np
 from numpy.typing import NDArray
 
+from memory.archival import ArchivalChunk, ArchivalStore
 from memory.embedder import Embedder
 from memory.graph.extract import GRAPH_RULES, SAME, Extracted, extract, outdated
 from memory.graph.store import Entity, GraphStore, Triplet
 from memory.llm import StructuredLLM
+from memory.paging import Page
 from memory.records import Kind, MemoryRecord
 from memory.scoring import cosine
 from memory.stream import Filters, MemoryStream
@@ -81,6 +85,26 @@ SAME_ENTITY_SCHEMA = {
 }
 
 
+# What the graph reads: a memory of the stream, or a chunk of a document in archival storage.
+Readable = MemoryRecord | ArchivalChunk
+
+
+@dataclass(frozen=True)
+class Passage:
+    """A memory or a document chunk, as the graph takes it in."""
+
+    id: str  # the episode's id: the memory's or the chunk's
+    text: str
+    said_at: datetime  # when it was said, or the document stored
+    happened_at: datetime  # when what it tells happened, as far as known
+
+
+def passage(item: Readable) -> Passage:
+    if isinstance(item, ArchivalChunk):
+        return Passage(item.id, item.text, item.created_at, item.created_at)
+    return Passage(item.id, item.text, item.created_at, item.event_time or item.created_at)
+
+
 class KnowledgeGraph:
     def __init__(
         self,
@@ -97,20 +121,21 @@ class KnowledgeGraph:
         self._same_aspect = same_aspect
         self._calls = 0
 
-    def unread(self, records: Sequence[MemoryRecord]) -> list[MemoryRecord]:
-        """The memories among ``records`` the graph should learn from and has not read."""
-        wanted = [r for r in records if r.kind in LEARNT_FROM and not r.deleted]
+    def unread(self, records: Sequence[Readable]) -> list[Readable]:
+        """The memories (or chunks) among ``records`` the graph should learn from and has not
+        read."""
+        wanted = [r for r in records if isinstance(r, ArchivalChunk) or _learnt_from(r)]
         read = self.store.read_episodes([r.id for r in wanted])
         return [r for r in wanted if r.id not in read]
 
-    def learn(self, records: Sequence[MemoryRecord], stop: threading.Event | None = None) -> Learnt:
-        """Read the unread memories among ``records`` into the graph in the order they were
-        stored, which is the order the user said them (``stop`` set: no further batch is
-        started, and a batch whose extraction was under way is left unread). A fact's time
-        is its memory's event time when it has one ("I moved last week"), else when it was
-        said."""
+    def learn(self, records: Sequence[Readable], stop: threading.Event | None = None) -> Learnt:
+        """Read the unread memories (or chunks) among ``records`` into the graph in the order
+        they were stored, which is the order the user said them; a document's chunks in the
+        order given (``stop`` set: no further batch is started, and a batch whose extraction
+        was under way is left unread). A fact's time is its memory's event time when it has
+        one ("I moved last week"), else when it was said or stored."""
         calls_before = self._calls
-        todo = sorted(self.unread(records), key=lambda r: r.created_at)
+        todo = sorted((passage(r) for r in self.unread(records)), key=lambda p: p.said_at)
         read = new = replaced = 0
         for start in range(0, len(todo), self._batch):
             if stop is not None and stop.is_set():
@@ -133,14 +158,14 @@ class KnowledgeGraph:
             self.store.compact()
         return Learnt(read, new, replaced, self._calls - calls_before)
 
-    def _take_in(self, record: MemoryRecord, facts: Sequence[Extracted]) -> tuple[int, int]:
+    def _take_in(self, record: Passage, facts: Sequence[Extracted]) -> tuple[int, int]:
         """Store one memory's facts, linked to it; returns (new facts, replaced facts)."""
-        at = _when(record)
+        at = record.happened_at
         new: list[Triplet] = []
         linked: list[str] = []
         for fact in facts:
-            subject = self.resolve(_speaker(fact.subject, record))
-            obj = self.resolve(_speaker(fact.object, record))
+            subject = self.resolve(_speaker(fact.subject, record.text))
+            obj = self.resolve(_speaker(fact.object, record.text))
             same = self._same_fact(subject, fact.relation, obj)
             if same is not None:
                 self.store.add_episode(same, record.id)
@@ -162,7 +187,7 @@ class KnowledgeGraph:
                 new.append(triplet)
                 linked.append(triplet.id)
         vectors = self._embedder.embed([t.text for t in new]) if new else None
-        retired = self._replace(new, vectors, record.created_at) if vectors is not None else 0
+        retired = self._replace(new, vectors, record.said_at) if vectors is not None else 0
         self.store.add_triplets(new, vectors)
         self.store.add_episodes({record.id: linked})
         return len(new), retired
@@ -287,11 +312,11 @@ FIRST_PERSON = ("i", "me", "myself")
 SPEAKERS = {"User:": "user", "Assistant:": "assistant"}
 
 
-def _speaker(name: str, record: MemoryRecord) -> str:
+def _speaker(name: str, text: str) -> str:
     """``name``, or the speaker's name when it is "I" in a memory that says who speaks."""
     if name.casefold() not in FIRST_PERSON:
         return name
-    return next((who for prefix, who in SPEAKERS.items() if record.text.startswith(prefix)), name)
+    return next((who for prefix, who in SPEAKERS.items() if text.startswith(prefix)), name)
 
 
 def _plain(name: str) -> str:
@@ -302,35 +327,59 @@ def _plain(name: str) -> str:
     return " ".join(words)
 
 
-def _when(record: MemoryRecord) -> datetime:
-    return record.event_time or record.created_at
+def _learnt_from(record: MemoryRecord) -> bool:
+    return record.kind in LEARNT_FROM and not record.deleted
 
 
 class GraphLearner(BackgroundWorker):
-    """Learns the memories the graph has not read, in the background: when poked (after a
-    turn) and every ``interval_s``. A pass reads the newest RECENT memories first; when those
-    are all read and the graph has read fewer memories than there are (an import, a backlog
-    from when the LLM was away), it walks back a page at a time to the newest unread ones. One
-    page is learnt per pass, so a backlog never holds a pass for long."""
+    """Learns what the graph has not read, in the background: when poked (after a turn) and
+    every ``interval_s``. Memories come first: a pass reads the newest RECENT memories; when
+    those are all read and the graph has read fewer memories than there are (an import, a
+    backlog from when the LLM was away), it walks back a page at a time to the newest unread
+    ones. Only when every memory is read does it turn to the documents in archival storage, in
+    the same way. One page is learnt per pass, so a backlog never holds a pass for long, and a
+    long document never holds up what the user says next."""
 
     def __init__(
-        self, graph: KnowledgeGraph, stream: MemoryStream, interval_s: float = 300.0
+        self,
+        graph: KnowledgeGraph,
+        stream: MemoryStream,
+        archival: ArchivalStore | None = None,
+        interval_s: float = 300.0,
     ) -> None:
         super().__init__("knowledge-graph", interval_s)
         self._graph = graph
         self._stream = stream
+        self._archival = archival
         self.start()
 
     def work(self, stop: threading.Event) -> None:
         wanted = Filters(kinds=LEARNT_FROM)
+
+        def memories(page: int) -> Page[MemoryRecord]:
+            return self._stream.list_memories(wanted, page=page, page_size=RECENT)
+
+        if self._learn_a_page(memories, documents=False, stop=stop):
+            return
+        archival = self._archival
+        if archival is not None and not stop.is_set():
+            self._learn_a_page(
+                lambda page: archival.list_chunks(page, RECENT), documents=True, stop=stop
+            )
+
+    def _learn_a_page(
+        self, listing: Callable[[int], Page[Any]], documents: bool, stop: threading.Event
+    ) -> bool:
+        """Learn the newest page with something unread; whether there was one."""
         page = 1
         while not stop.is_set():
-            listed = self._stream.list_memories(wanted, page=page, page_size=RECENT)
+            listed = listing(page)
             if self._graph.unread(listed.items):
                 learnt = self._graph.learn(listed.items, stop)
                 log.info("knowledge graph: %s", learnt)
-                return
-            older_unread = self._graph.store.episodes.count() < listed.total
+                return True
+            older_unread = self._graph.store.read_count(documents) < listed.total
             if not older_unread or page * RECENT >= listed.total:
-                return
+                return False
             page += 1
+        return False

@@ -312,6 +312,12 @@ class GraphStore:
         rows = self.episodes.query(in_list("id", record_ids), ["id"]).to_pylist()
         return {row["id"] for row in rows}
 
+    def read_count(self, documents: bool = False) -> int:
+        """How many memories the graph has read, or with ``documents`` how many document
+        chunks (whose ids, "<document>:<index>", are the ones holding a colon)."""
+        chunks = "id LIKE '%:%'"
+        return self.episodes.count(chunks if documents else f"NOT ({chunks})")
+
     def episode_sizes(self, record_ids: Sequence[str]) -> dict[str, int]:
         """How many triplets each memory gave (N in the episode score)."""
         if not record_ids:

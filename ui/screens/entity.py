@@ -1,6 +1,6 @@
 """One entity of the knowledge graph: its facts (current ones first, then the past ones with
-when they stopped holding and what replaced them), the memories behind the chosen fact, and
-the user's corrections with undo.
+when they stopped holding and what replaced them), the memories (and pieces of documents)
+behind the chosen fact, and the user's corrections with undo.
 
 ``e`` corrects the chosen fact (subject, relation, object; Ctrl+S saves, Escape cancels), ``r``
 retires a current fact or reinstates a past one, ``o`` opens the fact's other entity, Enter on a
@@ -33,6 +33,8 @@ from ui.screens.memory_detail import MemoryDetailScreen, change_cells
 from ui.widgets.memory_table import when
 
 MEMORY_CHARS = 100
+# Row keys of document pieces in the memories table (a memory row opens the memory).
+PASSAGE = "passage:"
 
 
 class EntityScreen(Screen[None]):
@@ -127,15 +129,20 @@ class EntityScreen(Screen[None]):
         memories = self.query_one("#fact-memories", DataTable)
         memories.clear()
         fact = self.fact
-        for row in fact.memories if fact is not None else []:
-            text = " ".join(row.text.split())
-            shown = text if len(text) <= MEMORY_CHARS else text[: MEMORY_CHARS - 1] + "…"
-            memories.add_row(Text(when(row.created_at)), Text(shown), key=row.id)
+        if fact is None:
+            return
+        for row in fact.memories:
+            memories.add_row(Text(when(row.created_at)), Text(_clipped(row.text)), key=row.id)
+        for passage in fact.passages:
+            title = passage.title or "a document"
+            shown = Text(f"{title}: ", style="italic").append(_clipped(passage.text))
+            memories.add_row(Text(when(passage.created_at)), shown, key=PASSAGE + passage.id)
 
     @on(DataTable.RowSelected, "#fact-memories")
     def memory_chosen(self, event: DataTable.RowSelected) -> None:
-        if event.row_key.value:
-            self.app.push_screen(MemoryDetailScreen(self.link, event.row_key.value))
+        chosen = event.row_key.value
+        if chosen and not chosen.startswith(PASSAGE):
+            self.app.push_screen(MemoryDetailScreen(self.link, chosen))
 
     def _changed_elsewhere(self, change: MemoryChangedByUser) -> None:
         self.load()
@@ -236,4 +243,9 @@ def fact_cells(fact: FactRow) -> tuple[Text, Text, Text]:
         ended = f"{when(fact.valid_from)} to {when(fact.valid_until)}"
         why = f", replaced by “{fact.replaced_by}”" if fact.replaced_by else ", retired"
         holds = Text(f"{ended}{why}", style="dim")
-    return text, holds, Text(str(len(fact.memories)))
+    return text, holds, Text(str(len(fact.memories) + len(fact.passages)))
+
+
+def _clipped(text: str) -> str:
+    text = " ".join(text.split())
+    return text if len(text) <= MEMORY_CHARS else text[: MEMORY_CHARS - 1] + "…"
