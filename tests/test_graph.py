@@ -5,8 +5,10 @@ test_graph_real.py)."""
 from __future__ import annotations
 
 import itertools
+import json
 import math
 import threading
+import time
 from collections.abc import Sequence
 from dataclasses import replace
 from datetime import UTC, datetime
@@ -15,6 +17,8 @@ from typing import Any
 
 import pytest
 
+from assistant.llm.client import Endpoint, LLMClient
+from assistant.llm.priority import BackgroundLLM, ForegroundGate
 from memory.archival import ArchivalStore
 from memory.database import open_database
 from memory.embedder import OnnxSentenceEmbedder
@@ -26,6 +30,7 @@ from memory.graph.store import GraphStore, Triplet
 from memory.locking import WriteLock
 from memory.scoring import RetrievalWeights
 from memory.stream import MemoryConfig, MemoryStream
+from tests.helpers.fake_openai import scripted_endpoint
 from tests.memory_helpers import Clock, ScriptedLLM, store_fact
 
 
@@ -507,6 +512,30 @@ def test_the_learner_reads_the_newest_page_then_walks_back_to_older_unread_memor
         assert read[2] == set(ids) == read[3]  # then the rest; then nothing more to read
     finally:
         learner.close()
+
+
+def test_closing_abandons_an_extraction_in_flight_and_leaves_its_memory_unread(
+    stream: MemoryStream, store: GraphStore, embedder: OnnxSentenceEmbedder
+) -> None:
+    """A shutdown does not wait for the background server to finish writing (half a minute
+    for one extraction on a small machine): the request is dropped, the memory read next time."""
+    said = stream.add("User: My sister Ana lives in Porto.", source="user")
+    slow = json.dumps(facts(*[(0, "Ana", "lives in", "Porto")] * 20))
+    with scripted_endpoint("slow_stream", slow) as (url, endpoint):
+        gate = ForegroundGate()
+        llm = BackgroundLLM(LLMClient(Endpoint(url, "scripted")), gate)
+        learner = GraphLearner(KnowledgeGraph(store, embedder, llm), stream, interval_s=3600)
+        learner.poke()
+        deadline = time.monotonic() + 10
+        while not endpoint.requests and time.monotonic() < deadline:
+            time.sleep(0.01)
+        assert endpoint.requests, "the extraction was sent"
+        started = time.monotonic()
+        gate.close()
+        learner.close()
+        assert time.monotonic() - started < 3
+    assert store.read_episodes([said.id]) == set()
+    assert store.all_entities()[0] == []
 
 
 @pytest.fixture

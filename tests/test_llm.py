@@ -306,6 +306,21 @@ def test_a_background_request_gives_way_to_a_reply_and_is_asked_again() -> None:
     assert endpoint.closed_early == 1, "the abandoned request's stream was closed"
 
 
+def test_closing_the_gate_abandons_background_work_at_once_and_for_good() -> None:
+    reply = json.dumps({"importance": 3, "why": " ".join(["because"] * 40)})
+    with scripted_endpoint("slow_stream", reply) as (url, endpoint):
+        gate = ForegroundGate()
+        background = BackgroundLLM(LLMClient(Endpoint(url, "scripted")), gate)
+        threading.Timer(0.3, gate.close).start()
+        started = time.monotonic()
+        with pytest.raises(LLMCancelled):
+            background.complete_json([], {"type": "object"})
+        assert time.monotonic() - started < 3, "well before the 6 s the reply would take"
+        with pytest.raises(LLMCancelled):
+            background.complete_json([], {"type": "object"})
+    assert len(endpoint.requests) == 1, "abandoned, not asked again, and nothing new is sent"
+
+
 def test_cancelling_a_structured_request_raises_at_once() -> None:
     with scripted_endpoint("slow_stream", json.dumps({"a": " ".join(["x"] * 40)})) as (url, _):
         cancel = threading.Event()

@@ -35,6 +35,9 @@ class ForegroundGate:
         # request it is streaming when another arrives (both came back empty when a rating
         # and a sub-agent's step were sent at once), so background work takes turns.
         self.background = threading.Lock()
+        # Set when the service closes: background work in flight (a graph extraction can
+        # take half a minute on a small machine) is abandoned rather than waited for.
+        self.closing = threading.Event()
 
     @contextmanager
     def foreground(self) -> Iterator[None]:
@@ -53,6 +56,10 @@ class ForegroundGate:
     @property
     def busy(self) -> bool:
         return self._active > 0
+
+    def close(self) -> None:
+        """Abandon every background request now and from now on (with :class:`LLMCancelled`)."""
+        self.closing.set()
 
     def wait_idle(self, timeout: float | None = MAX_WAIT_S) -> bool:
         """Block until no reply is in progress; False if ``timeout`` ran out first."""
@@ -90,43 +97,44 @@ class BackgroundLLM:
         temperature: float | None = 0.0,
         cancel: threading.Event | None = None,
     ) -> dict[str, Any]:
-        """As the client's; ``cancel`` (a task's) abandons the request, or the wait for the
-        gate, at once with :class:`LLMCancelled`."""
+        """As the client's; ``cancel`` (a task's) or the gate's closing abandons the request,
+        or the wait for the gate, at once with :class:`LLMCancelled`."""
+        abandon = _Either(cancel, self.gate.closing)
         while True:
-            # After MAX_WAIT_S of replies it goes ahead anyway, and is not abandoned.
-            waited = self._wait_idle(cancel)
-            stop = _Either(self.gate.preempt if waited else None, cancel)
+            if abandon.is_set():
+                raise LLMCancelled("background work was cancelled or is closing")
+            # After MAX_WAIT_S of replies it goes ahead anyway, and is not abandoned for one.
+            waited = self._wait_idle(abandon)
+            stop = _Either(self.gate.preempt if waited else None, abandon)
             try:
-                with self._turn(cancel):
+                with self._turn(abandon):
                     return self.client.complete_json(
                         messages,
                         schema,
                         max_tokens=max_tokens,
                         temperature=temperature,
-                        cancel=stop if stop.events else None,
+                        cancel=stop,
                     )
             except LLMCancelled:
-                if cancel is not None and cancel.is_set():
+                if abandon.is_set():
                     raise
                 log.info("a reply started: the background request waits and is asked again")
 
     @contextmanager
-    def _turn(self, cancel: threading.Event | None) -> Iterator[None]:
-        """This request's turn at the background server (waiting for it can be cancelled)."""
+    def _turn(self, abandon: threading.Event) -> Iterator[None]:
+        """This request's turn at the background server (waiting for it can be abandoned)."""
         while not self.gate.background.acquire(timeout=CANCEL_POLL_S):
-            if cancel is not None and cancel.is_set():
+            if abandon.is_set():
                 raise LLMCancelled("cancelled while waiting for other background work")
         try:
             yield
         finally:
             self.gate.background.release()
 
-    def _wait_idle(self, cancel: threading.Event | None) -> bool:
-        if cancel is None:
-            return self.gate.wait_idle()
+    def _wait_idle(self, abandon: threading.Event) -> bool:
         deadline = time.monotonic() + MAX_WAIT_S
         while not self.gate.wait_idle(timeout=CANCEL_POLL_S):
-            if cancel.is_set():
+            if abandon.is_set():
                 raise LLMCancelled("cancelled while waiting for a reply to finish")
             if time.monotonic() >= deadline:
                 return False

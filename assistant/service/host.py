@@ -288,6 +288,9 @@ class AgentHost:
         return self.stores.stream.ratings_pending() if self.stores is not None else 0
 
     def close(self) -> None:
+        # What the background server is writing (a graph extraction, a reflection) is left
+        # for the next start rather than waited for.
+        self.gate.close()
         for worker in (self.reflection, self.graph_learner):
             if worker is not None:
                 worker.close()
