@@ -15,6 +15,8 @@ Kind = Literal["observation", "reflection", "plan", "fact", "summary"]
 # fallback: the LLM failed twice, DEFAULT_IMPORTANCE is stored and the record awaits re-rating.
 ImportanceState = Literal["pending", "rated", "given", "fallback"]
 KINDS: tuple[Kind, ...] = get_args(Kind)
+# The columns a listing of records can be sorted by.
+SortKey = Literal["created_at", "last_accessed_at", "importance", "utility", "event_time"]
 EMBEDDING_DIMENSIONS = 384
 # Stored when the LLM cannot rate a record (twice); the record is marked for re-rating.
 DEFAULT_IMPORTANCE = 3

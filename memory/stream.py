@@ -35,6 +35,7 @@ from memory.records import (
     KINDS,
     Kind,
     MemoryRecord,
+    SortKey,
     is_valid_source,
     records_schema,
     utc_now,
@@ -55,7 +56,6 @@ log = logging.getLogger(__name__)
 
 Clock = Callable[[], datetime]
 RelevanceMode = Literal["cosine", "text", "hybrid", "rrf", "contextual"]
-SortKey = Literal["created_at", "last_accessed_at", "importance", "utility", "event_time"]
 EDITABLE = ("text", "importance", "pinned", "kind", "event_time")
 # A huge paste is kept whole; only this much of it is embedded and rated.
 MAX_EMBED_CHARS = 4_000

@@ -391,6 +391,24 @@ def test_clients_that_do_not_start_it_say_so(loaded_for: Callable[..., LoadedCon
     assert "not running" in brain(loaded, "tasks").stdout
 
 
+def test_a_client_does_not_load_the_memory_store() -> None:
+    """`brain stop`, `brain listen` and the terminal app only speak the protocol: importing
+    LanceDB with it took 2.5 s of every command's start."""
+    loaded = subprocess.run(
+        [
+            sys.executable,
+            "-c",
+            "import sys, assistant.cli, assistant.service.terminal, ui.app;"
+            "heavy = ('lancedb', 'onnxruntime', 'faster_whisper');"
+            "print(sorted(m for m in heavy if m in sys.modules))",
+        ],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    assert loaded.stdout.strip() == "[]"
+
+
 def _alive(pid: int) -> bool:
     with contextlib.suppress(ChildProcessError):
         os.waitpid(pid, os.WNOHANG)

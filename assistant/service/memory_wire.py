@@ -11,8 +11,7 @@ from typing import Literal
 from pydantic import Field
 
 from assistant.service.wire import UserText, Wire
-from memory.records import KINDS, Kind
-from memory.stream import SortKey
+from memory.records import KINDS, Kind, SortKey
 
 # Clients take these from here, not from the memory package.
 __all__ = ["KINDS", "Kind", "SortKey"]
