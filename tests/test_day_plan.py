@@ -103,6 +103,20 @@ def test_the_day_is_planned_from_what_the_user_said_then_broken_into_hours(
     assert planner.step() is None and len(llm.requests) == 2
 
 
+def test_nothing_is_planned_unasked_for_a_user_it_knows_nothing_about(
+    stream: MemoryStream, clock: Clock
+) -> None:
+    """A new user, no reminder, no task: the heartbeat does not make a day up (asked, it
+    plans anyway); once the user has said something about the day, it plans from that."""
+    llm = ScriptedSteps(DAY)
+    planner = DayPlanner(stream, llm, clock)
+    stream.add("Brain OS: Hello! How can I help?", source="assistant")
+    assert planner.step() is None and llm.requests == []
+    stream.add("User: I have to finish the quarterly report today.", source="user")
+    assert planner.step() == "planned the day in 5 chunks"
+    assert "quarterly report today" in llm.requests[0][1]["content"]
+
+
 def test_an_hour_is_broken_into_minutes_on_demand(stream: MemoryStream, clock: Clock) -> None:
     minutes = chunks(
         ("08:00", "08:15", "Open the sales sheet"),

@@ -71,6 +71,11 @@ def loaded(
         time_module.sleep((now.replace(hour=23, minute=59, second=59) - now).total_seconds() + 2)
     with scripted_endpoint("route", router=route) as (url, _):
         routed = loaded_for(**{"llm.base_url": url, "tasks.day_plan": "true"})
+        # Something to plan from: a user the planner knows nothing about gets no plan unasked.
+        routed.settings.data_dir.mkdir(parents=True, exist_ok=True)
+        (routed.settings.data_dir / "core_memory.json").write_text(
+            json.dumps({"version": 1, "blocks": {"human": "Rui works from home on a report."}})
+        )
         start_service(routed)
         yield routed
 

@@ -189,9 +189,14 @@ class DayPlanner:
             pieces = self.today(now)
             broad = [p for p in pieces if p.parent is None and not p.by_user]
             if not broad:
+                situation = self._situation(now, self._fixed(pieces))
+                if not situation:
+                    # Nothing the user said, no reminder, no task: a plan would be made up
+                    # (a 1.5B model planned "breakfast and a walk" at midnight for a new user).
+                    return None
                 with self._lock:  # what changed is taken in by the new plan
                     self._stale.clear()
-                return self._plan_day(now, pieces)
+                return self._plan_day(now, situation)
             with self._lock:
                 stale, self._stale = self._stale, []
             if stale:
@@ -230,7 +235,7 @@ class DayPlanner:
         """The broad plan of today from now on (5-8 chunks)."""
         with self._busy:
             now = self.clock()
-            return self._plan_day(now, self.today(now))
+            return self._plan_day(now, self._situation(now, self._fixed(self.today(now))))
 
     def replan(self, reason: str) -> str:
         """Rewrite the rest of today now (the user asked)."""
@@ -238,7 +243,7 @@ class DayPlanner:
             now = self.clock()
             pieces = self.today(now)
             if not any(p.parent is None and not p.by_user for p in pieces):
-                return self._plan_day(now, pieces)
+                return self._plan_day(now, self._situation(now, self._fixed(pieces)))
             return self._replan(now, pieces, reason)
 
     def break_down(self, record_id: str) -> str:
@@ -247,9 +252,12 @@ class DayPlanner:
         with self._busy:
             return self._break_down(record_id)
 
-    def _plan_day(self, now: datetime, pieces: Sequence[PlanPiece]) -> str:
+    def _fixed(self, pieces: Sequence[PlanPiece]) -> list[PlanPiece]:
+        """The pieces a new plan keeps: the user's own and those the user edited."""
         edited = self._edited()
-        fixed = [p for p in pieces if p.by_user or p.record.id in edited]
+        return [p for p in pieces if p.by_user or p.record.id in edited]
+
+    def _plan_day(self, now: datetime, situation: Sequence[str]) -> str:
         prompt = (
             f"It is {now:%A %d %B %Y}, {now:%H:%M}. Plan the rest of the user's day in "
             f"{BROAD_CHUNKS[0]} to {BROAD_CHUNKS[1]} broad chunks, in time order, from "
@@ -257,15 +265,15 @@ class DayPlanner:
             "does then, in a few words, built from their goals, appointments and habits "
             "below; leave room for meals and rest. Do not invent appointments."
         )
-        chunks = self._ask(prompt, self._situation(now, fixed), BROAD_CHUNKS)
+        chunks = self._ask(prompt, situation, BROAD_CHUNKS)
         stored = self._store(now, chunks, parent=None, after=now)
         return f"planned the day in {len(stored)} chunks"
 
     def _replan(self, now: datetime, pieces: Sequence[PlanPiece], reason: str) -> str:
         """Rewrite the rest of today: chunks already over, the user's own and those the user
         edited stay; the planner's other chunks from now on are replaced."""
-        edited = self._edited()
-        kept = [p for p in pieces if p.by_user or p.record.id in edited or p.end <= now]
+        fixed = self._fixed(pieces)
+        kept = [p for p in pieces if p in fixed or p.end <= now]
         replaced = [p for p in pieces if p not in kept]
         prompt = (
             f"It is {now:%A %d %B %Y}, {now:%H:%M}. The user's plan for today needs revising: "
