@@ -391,12 +391,16 @@ def report(
 
 
 def synthesize(
-    tts_model: Path, tts_config: Path, sentences: Sequence[str] = SENTENCES
+    tts_model: Path,
+    tts_config: Path,
+    sentences: Sequence[str] = SENTENCES,
+    varied: bool = True,
 ) -> list[Audio]:
-    """Each sentence in the assistant's Piper voice, at SAMPLE_RATE."""
+    """Each sentence in the assistant's Piper voice, at SAMPLE_RATE (``varied=False``: the
+    same samples on every run)."""
     from voice.tts import PiperTTS
 
-    tts = PiperTTS(tts_model, tts_config)
+    tts = PiperTTS(tts_model, tts_config, varied=varied)
     return [tts.speak(text).as_float(SAMPLE_RATE).astype(np.float64) for text in sentences]
 
 

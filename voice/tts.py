@@ -57,7 +57,11 @@ class PiperTTS:
         threads: int = 2,
         speed: float = 1.0,
         volume: float = 1.0,
+        varied: bool = True,
     ) -> None:
+        """``varied=False``: the same text gives the same samples every time (Piper draws
+        noise inside the model, so each rendering of a sentence differs a little; a test that
+        must repeat its figures turns that off)."""
         import onnxruntime
         from piper import PiperVoice
         from piper.config import PiperConfig, SynthesisConfig
@@ -72,7 +76,12 @@ class PiperTTS:
             ),
             config=config,
         )
-        self._synthesis = SynthesisConfig(length_scale=1.0 / speed, volume=volume)
+        self._synthesis = SynthesisConfig(
+            length_scale=1.0 / speed,
+            volume=volume,
+            noise_scale=None if varied else 0.0,
+            noise_w_scale=None if varied else 0.0,
+        )
         self.sample_rate: int = config.sample_rate
 
     def stream(self, text: str) -> Iterator[Speech]:
