@@ -5,6 +5,8 @@ endpoint (the real local model is exercised in test_ui.py)."""
 
 from __future__ import annotations
 
+import os
+import signal
 import subprocess
 import sys
 import time
@@ -58,6 +60,24 @@ class Tmux:
     def kill(self) -> None:
         subprocess.run([*self.tmux, "kill-server"], capture_output=True)
 
+    def pane_pid(self) -> int:
+        shown = subprocess.run(
+            [*self.tmux, "list-panes", "-t", self.name, "-F", "#{pane_pid}"],
+            capture_output=True,
+            text=True,
+            check=True,
+        )
+        return int(shown.stdout.split()[0])
+
+
+def alive(pid: int) -> bool:
+    """Running (a zombie nobody reaps in a container counts as gone)."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except FileNotFoundError:
+        return False
+    return stat.rsplit(")", 1)[1].split()[0] != "Z"
+
 
 def test_brain_in_tmux_answers_and_shows_the_turn_in_memory(
     loaded_for: Callable[..., LoadedConfig],
@@ -86,3 +106,32 @@ def test_brain_in_tmux_answers_and_shows_the_turn_in_memory(
             assert OwnerLock(loaded.settings.data_dir).wait_free(30), "the service kept running"
         finally:
             tmux.kill()
+
+
+def test_brain_ends_when_its_terminal_goes_away(
+    loaded_for: Callable[..., LoadedConfig],
+) -> None:
+    """The window closes under the app. Through a shell that stays, as `make run` does, the
+    app is not the terminal's session leader and need not get SIGHUP (here the shell ignores
+    it, so the app never gets it); it used to linger, spinning on the dead terminal at half a
+    core, deaf to SIGTERM."""
+    with scripted_endpoint("stream", action("Hello.")) as (url, _):
+        loaded = loaded_for(**{"llm.base_url": url, "voice.enabled": "false"})
+        brain = str(Path(sys.executable).parent / "brain")
+        tmux = Tmux(["sh", "-c", f"trap '' HUP; {brain} run; exit"], launch_environment(loaded))
+        try:
+            tmux.wait_for(lambda s: " ready: " in s, 60)
+            children = subprocess.run(
+                ["pgrep", "-P", str(tmux.pane_pid())], capture_output=True, text=True
+            )
+            [app] = [int(pid) for pid in children.stdout.split()]
+        finally:
+            tmux.kill()
+        deadline = time.monotonic() + 15
+        while alive(app) and time.monotonic() < deadline:
+            time.sleep(0.2)
+        lingered = alive(app)
+        if lingered:
+            os.kill(app, signal.SIGKILL)
+        assert not lingered, "the app outlived its terminal"
+        assert OwnerLock(loaded.settings.data_dir).wait_free(30), "the service kept running"

@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+import asyncio
+import os
+import signal
+import sys
 from collections.abc import Iterable
 from functools import partial
 from typing import Any
@@ -18,6 +22,8 @@ from ui.screens.memory import MemoryScreen
 from ui.screens.plans import PlansScreen
 from ui.screens.tasks import TasksScreen
 
+# How often the app looks whether its terminal is still there (one isatty call).
+TERMINAL_CHECK_S = 1.0
 PANES = [
     Binding("f2", "memory", "Memory", tooltip="Review, search and edit every memory"),
     Binding("f3", "plans", "Plans", tooltip="The day plan and other plans (plan memories)"),
@@ -40,11 +46,23 @@ class BrainApp(App[None]):
         self.farewell: str | None = None
 
     def on_mount(self) -> None:
+        if not self.is_headless:
+            loop = asyncio.get_running_loop()
+            loop.add_signal_handler(signal.SIGHUP, terminal_gone)
+            loop.add_signal_handler(signal.SIGTERM, self.exit)
+            if on_a_terminal():
+                # Run through `make run` the app is not the terminal's session leader, and a
+                # closed window need not send it SIGHUP; the terminal it reads is hung up.
+                self.set_interval(TERMINAL_CHECK_S, self._check_terminal)
         # The memory panes stay alive when closed: opening one again shows its last page at
         # once and refreshes it (benchmarks/memory_screen.py).
         self.install_screen(MemoryScreen(self.link), "memory")
         self.install_screen(PlansScreen(self.link), "plans")
         self.push_screen(self.conversation)
+
+    def _check_terminal(self) -> None:
+        if not on_a_terminal():
+            terminal_gone()
 
     def get_system_commands(self, screen: Screen[Any]) -> Iterable[SystemCommand]:
         yield from super().get_system_commands(screen)
@@ -84,6 +102,22 @@ class BrainApp(App[None]):
                 f"The Brain OS service keeps running ({left.reason}); `brain stop` stops it."
             )
         self.exit(message=self.farewell)
+
+
+def on_a_terminal() -> bool:
+    """Whether the app's input is a terminal (no longer, once the terminal is hung up)."""
+    stdin = sys.__stdin__
+    return stdin is not None and os.isatty(stdin.fileno())
+
+
+def terminal_gone() -> None:
+    """The terminal closed under the app (its window, or the tmux server, went away). Nothing
+    is left to draw on or restore, and Textual's own shutdown would wait for ever to write the
+    terminal's reset to it (its writer thread died on the hung-up terminal and the queue to it
+    fills), while the input thread spins on the closed terminal: seen as an orphaned `brain
+    run` at 45-60 % of a core that ignored SIGTERM. Everything said is already with the
+    service, so the window just ends."""
+    os._exit(128 + signal.SIGHUP)
 
 
 def screen_commands(screen: Screen[Any]) -> Iterable[SystemCommand]:
