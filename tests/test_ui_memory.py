@@ -236,3 +236,38 @@ async def test_evidence_tree_pin_filters_core_memory_and_panes(
             await wait_for(lambda: tasks.latest is not None, 10)
             assert len(app.screen_stack) == 3  # panes replace each other over the conversation
             await pilot.press("ctrl+q")
+
+
+async def test_a_page_of_memories_is_as_wide_as_its_text_before_the_table_measures_it() -> None:
+    """On a loaded machine a frame could be drawn between the rows' arrival and the table's
+    own measuring (when it is next idle); that frame's rows stayed cut at the "Memory" label's
+    width. The text column is widened as the rows are added."""
+    from textual.app import App, ComposeResult
+    from textual.widgets.data_table import ColumnKey
+
+    from assistant.service.memory_wire import MemoryRow
+    from ui.widgets.memory_table import TEXT_COLUMN
+
+    class Table(App[None]):
+        def compose(self) -> ComposeResult:
+            yield MemoryTable()
+
+    said = "User: My sister Ana lives in Lisbon and teaches music at the conservatory."
+    now = datetime.now().astimezone()
+    row = MemoryRow(
+        id="m1",
+        kind="observation",
+        text=said,
+        created_at=now,
+        last_accessed_at=now,
+        importance=3,
+        importance_state="rated",
+        sources=["user"],
+        pinned=False,
+        deleted=False,
+    )
+    app = Table()
+    async with app.run_test(size=(160, 20)):
+        table = app.query_one(MemoryTable)
+        table.show([row])
+        assert table.columns[ColumnKey(TEXT_COLUMN)].content_width >= len(said)

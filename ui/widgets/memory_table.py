@@ -6,6 +6,7 @@ from datetime import datetime
 
 from rich.text import Text
 from textual.widgets import DataTable
+from textual.widgets.data_table import ColumnKey
 
 from assistant.service.memory_wire import MemoryRow
 
@@ -35,8 +36,15 @@ class MemoryTable(DataTable[Text | str]):
         """Replace the rows; the cursor stays on ``keep`` if it is still there."""
         self.clear()
         self.memories = {row.id: row for row in rows}
+        widest = 0
         for row in rows:
-            self.add_row(*cells(row), key=row.id)
+            shown = cells(row)
+            widest = max(widest, cell_len(shown[-1]))
+            self.add_row(*shown, key=row.id)
+        # DataTable measures new rows when it is next idle; a frame drawn before that (a
+        # loaded machine) cached the rows at the label's width ("User:"), for good.
+        text = self.columns[ColumnKey(TEXT_COLUMN)]
+        text.content_width = max(text.content_width, widest)
         if keep in self.memories:
             self.move_cursor(row=self.get_row_index(keep))
 
@@ -60,6 +68,10 @@ def cells(row: MemoryRow) -> tuple[Text | str, ...]:
         source_label(row.sources),
         Text(marks + text, style="strike" if row.deleted else ""),
     )
+
+
+def cell_len(cell: Text | str) -> int:
+    return cell.cell_len if isinstance(cell, Text) else Text(cell).cell_len
 
 
 def when(moment: datetime) -> str:
