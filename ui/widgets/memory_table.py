@@ -39,7 +39,7 @@ class MemoryTable(DataTable[Text | str]):
         widest = 0
         for row in rows:
             shown = cells(row)
-            widest = max(widest, cell_len(shown[-1]))
+            widest = max(widest, shown[-1].cell_len)
             self.add_row(*shown, key=row.id)
         # DataTable measures new rows when it is next idle; a frame drawn before that (a
         # loaded machine) cached the rows at the label's width ("User:"), for good.
@@ -57,7 +57,7 @@ class MemoryTable(DataTable[Text | str]):
         return self.memories.get(key) if key is not None else None
 
 
-def cells(row: MemoryRow) -> tuple[Text | str, ...]:
+def cells(row: MemoryRow) -> tuple[str, str, Text, str, Text]:
     text = " ".join(row.text.split())
     marks = ("📌 " if row.pinned else "") + ("🗑 " if row.deleted else "")
     importance = Text(str(row.importance), style="dim" if row.importance_state == "pending" else "")
@@ -68,10 +68,6 @@ def cells(row: MemoryRow) -> tuple[Text | str, ...]:
         source_label(row.sources),
         Text(marks + text, style="strike" if row.deleted else ""),
     )
-
-
-def cell_len(cell: Text | str) -> int:
-    return cell.cell_len if isinstance(cell, Text) else Text(cell).cell_len
 
 
 def when(moment: datetime) -> str:
