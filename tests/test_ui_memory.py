@@ -4,14 +4,18 @@ endpoint is sent shows what the agent's next turn retrieved after an edit on scr
 
 from __future__ import annotations
 
+import gc
 from collections.abc import Callable
 from datetime import datetime, timedelta
 from typing import Any
 
+from textual.app import App, ComposeResult
 from textual.pilot import Pilot
 from textual.widgets import Input, TextArea, Tree
+from textual.widgets.data_table import ColumnKey
 
 from assistant.config import LoadedConfig
+from assistant.service.memory_wire import MemoryRow
 from assistant.service.protocol import Progress, Status
 from memory.embedder import OnnxSentenceEmbedder
 from tests.helpers.fake_openai import ScriptedEndpoint, scripted_endpoint
@@ -24,7 +28,7 @@ from ui.screens.first_run import FirstRunScreen
 from ui.screens.memory import MemoryScreen
 from ui.screens.memory_detail import MemoryDetailScreen
 from ui.screens.tasks import TasksScreen
-from ui.widgets.memory_table import MemoryTable
+from ui.widgets.memory_table import TEXT_COLUMN, MemoryTable
 
 SIZE = (130, 40)
 
@@ -134,6 +138,48 @@ async def test_edit_delete_and_undo_on_screen_reach_the_agents_next_turn(
             await pilot.press("ctrl+q")
 
 
+async def test_the_memory_pane_is_built_ahead_and_restyled_only_when_its_look_changed(
+    loaded_for: Callable[..., LoadedConfig],
+    start_service: Callable[..., InProcess],
+    embedder: OnnxSentenceEmbedder,
+) -> None:
+    """Building the memory screen is the slow part of opening it: the app builds it (and the
+    plans pane) once the memory is open, with its first page, and lays it out, while the
+    conversation keeps the keyboard. Shown again, it is restyled only if the theme changed
+    meanwhile. What the window holds by then is frozen out of the garbage collector's full
+    passes."""
+    with scripted_endpoint("stream", action("Noted.")) as (url, _):
+        loaded = loaded_for(**{"llm.base_url": url})
+        seed(loaded, embedder)
+        start_service(loaded)
+        app = BrainApp(loaded)
+        async with app.run_test(size=SIZE) as pilot:
+            pane = app.get_screen("memory", MemoryScreen)
+            await wait_for(lambda: pane.loads > 0, 30)
+            await wait_for(lambda: app.get_screen("plans", MemoryScreen).loads > 0, 30)
+            await wait_for(lambda: app.conversation.state == "ready", 30)
+            assert app.screen is app.conversation
+            assert app.conversation.query_one("#prompt").has_focus
+            table = pane.query_one(MemoryTable)
+            assert table.row_count == 5
+            await wait_for(lambda: pane.size == app.size, 10)  # laid out (and drawn) hidden
+
+            await pilot.press("f2")
+            assert app.screen is pane and table.row_count == 5 and table.has_focus
+            dark = table.styles.background
+            await pilot.press("escape")
+            app.theme = "textual-light"
+            await pilot.pause()
+            await pilot.press("f2")
+            await pilot.pause()
+            assert table.styles.background != dark
+            # What the window built by then is left out of later garbage collections...
+            assert gc.get_freeze_count() > 0
+            await pilot.press("ctrl+q")
+        # ...until it closes.
+        assert gc.get_freeze_count() == 0
+
+
 async def test_evidence_tree_pin_filters_core_memory_and_panes(
     loaded_for: Callable[..., LoadedConfig],
     start_service: Callable[..., InProcess],
@@ -238,26 +284,17 @@ async def test_evidence_tree_pin_filters_core_memory_and_panes(
             await pilot.press("ctrl+q")
 
 
-async def test_a_page_of_memories_is_as_wide_as_its_text_before_the_table_measures_it() -> None:
-    """On a loaded machine a frame could be drawn between the rows' arrival and the table's
-    own measuring (when it is next idle); that frame's rows stayed cut at the "Memory" label's
-    width. The text column is widened as the rows are added."""
-    from textual.app import App, ComposeResult
-    from textual.widgets.data_table import ColumnKey
+class TableApp(App[None]):
+    def compose(self) -> ComposeResult:
+        yield MemoryTable()
 
-    from assistant.service.memory_wire import MemoryRow
-    from ui.widgets.memory_table import TEXT_COLUMN
 
-    class Table(App[None]):
-        def compose(self) -> ComposeResult:
-            yield MemoryTable()
-
-    said = "User: My sister Ana lives in Lisbon and teaches music at the conservatory."
+def memory_row(text: str) -> MemoryRow:
     now = datetime.now().astimezone()
-    row = MemoryRow(
+    return MemoryRow(
         id="m1",
         kind="observation",
-        text=said,
+        text=text,
         created_at=now,
         last_accessed_at=now,
         importance=3,
@@ -266,8 +303,41 @@ async def test_a_page_of_memories_is_as_wide_as_its_text_before_the_table_measur
         pinned=False,
         deleted=False,
     )
-    app = Table()
+
+
+async def test_a_page_of_memories_is_as_wide_as_its_text_before_the_table_measures_it() -> None:
+    """On a loaded machine a frame could be drawn between the rows' arrival and the table's
+    own measuring (when it is next idle); that frame's rows stayed cut at the "Memory" label's
+    width. The text column is widened as the rows are added."""
+    said = "User: My sister Ana lives in Lisbon and teaches music at the conservatory."
+    app = TableApp()
     async with app.run_test(size=(160, 20)):
         table = app.query_one(MemoryTable)
-        table.show([row])
+        table.show([memory_row(said)])
         assert table.columns[ColumnKey(TEXT_COLUMN)].content_width >= len(said)
+
+
+async def test_the_same_page_again_leaves_the_table_as_drawn() -> None:
+    """The page is asked for each time the screen is shown; when nothing on it changed the
+    table keeps its rows (refilling would draw them all again). Any change it draws counts:
+    words, a mark, an importance being rated."""
+    rated = memory_row("User: Ana teaches music.")
+    app = TableApp()
+    async with app.run_test(size=(160, 20)):
+        table = app.query_one(MemoryTable)
+        table.show([rated])
+        later = rated.last_accessed_at + timedelta(hours=1)
+        assert table.shows([rated.model_copy(update={"last_accessed_at": later})])
+        for changed in (
+            {"text": "User: Ana teaches piano."},
+            {"pinned": True},
+            {"deleted": True},
+            {"importance_state": "pending"},
+            {"importance": 5},
+            {"id": "m2"},
+        ):
+            assert not table.shows([rated.model_copy(update=changed)]), changed
+        assert not table.shows([rated, rated.model_copy(update={"id": "m2"})])
+        edited = rated.model_copy(update={"text": "User: Ana teaches piano."})
+        table.show([edited])
+        assert table.shows([edited]) and str(table.get_row("m1")[-1]) == edited.text

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import gc
 import os
 import signal
 import sys
@@ -15,6 +16,7 @@ from textual.binding import Binding
 from textual.screen import Screen
 
 from assistant.config import LoadedConfig
+from assistant.service.memory_wire import MemoryStats
 from ui.link import ServiceLink
 from ui.screens.approval import Questions
 from ui.screens.conversation import ConversationScreen
@@ -29,6 +31,8 @@ PANES = [
     Binding("f3", "plans", "Plans", tooltip="The day plan and other plans (plan memories)"),
     Binding("f4", "tasks", "Tasks", tooltip="What the service is working on"),
 ]
+# The panes that stay alive once built (installed screens).
+KEPT_PANES = ("memory", "plans")
 
 
 class BrainApp(App[None]):
@@ -58,7 +62,24 @@ class BrainApp(App[None]):
         # once and refreshes it (benchmarks/memory_screen.py).
         self.install_screen(MemoryScreen(self.link), "memory")
         self.install_screen(PlansScreen(self.link), "plans")
+        self.link.stats_changed.subscribe(self, self._memory_open)
         self.push_screen(self.conversation)
+
+    def _memory_open(self, _: MemoryStats) -> None:
+        """Build the memory panes as soon as the memory is open, while the conversation is
+        on screen: building one takes a few hundred ms, its first opening then only shows it."""
+        unbuilt = [pane for name in KEPT_PANES if (pane := self.get_screen(name)).parent is None]
+        for pane in unbuilt:
+            # What pushing a screen does first (it composes and mounts it), without showing
+            # it; Textual has no public call for this.
+            self._register(self, pane)
+        if unbuilt:
+            settle_garbage()
+
+    def on_unmount(self) -> None:
+        # What was frozen is collectable again once the window is gone (tests and
+        # benchmarks run many windows in one process).
+        gc.unfreeze()
 
     def _check_terminal(self) -> None:
         if not on_a_terminal():
@@ -102,6 +123,18 @@ class BrainApp(App[None]):
                 f"The Brain OS service keeps running ({left.reason}); `brain stop` stops it."
             )
         self.exit(message=self.farewell)
+
+
+def settle_garbage() -> None:
+    """Leave what the window has built so far out of every later garbage collection.
+
+    A full collection walks every object the process holds (the imported modules, Textual,
+    the screens): 60-200 ms, long enough to stall a key or a screen switch (seen in
+    benchmarks/memory_screen.py). Once the window is up, nearly all of that lives as long as
+    the window, so it is collected once and frozen.
+    """
+    gc.collect()
+    gc.freeze()
 
 
 def on_a_terminal() -> bool:

@@ -19,13 +19,17 @@ COLUMNS = (
 # The text column takes what the others leave; one line a memory.
 TEXT_COLUMN = "text"
 
+# What a row draws, comparable: a ``Text`` compares by its words, not its style.
+Drawn = tuple[str | tuple[str, str], ...]
+
 
 class MemoryTable(DataTable[Text | str]):
-    """Rows are keyed by memory id; ``rows_by_id`` holds what each row shows."""
+    """Rows are keyed by memory id; ``memories`` holds the memory behind each row."""
 
     def __init__(self, **options: object) -> None:
         super().__init__(cursor_type="row", zebra_stripes=True, **options)  # type: ignore[arg-type]
         self.memories: dict[str, MemoryRow] = {}
+        self._drawn: list[tuple[str, Drawn]] = []
 
     def on_mount(self) -> None:
         for key, label, width in COLUMNS:
@@ -34,8 +38,14 @@ class MemoryTable(DataTable[Text | str]):
 
     def show(self, rows: list[MemoryRow], keep: str | None = None) -> None:
         """Replace the rows; the cursor stays on ``keep`` if it is still there."""
-        self.clear()
         self.memories = {row.id: row for row in rows}
+        if self.shows(rows):
+            # The same page asked for again (every time the screen is shown): refilling the
+            # table would throw its rendered rows away and draw them all again.
+            self._keep_cursor_on(keep)
+            return
+        self._drawn = drawn_page(rows)
+        self.clear()
         widest = 0
         for row in rows:
             shown = cells(row)
@@ -45,6 +55,13 @@ class MemoryTable(DataTable[Text | str]):
         # loaded machine) cached the rows at the label's width ("User:"), for good.
         text = self.columns[ColumnKey(TEXT_COLUMN)]
         text.content_width = max(text.content_width, widest)
+        self._keep_cursor_on(keep)
+
+    def shows(self, rows: list[MemoryRow]) -> bool:
+        """Whether the table draws exactly these rows, in this order, already."""
+        return drawn_page(rows) == self._drawn
+
+    def _keep_cursor_on(self, keep: str | None) -> None:
         if keep in self.memories:
             self.move_cursor(row=self.get_row_index(keep))
 
@@ -67,6 +84,16 @@ def cells(row: MemoryRow) -> tuple[str, str, Text, str, Text]:
         importance,
         source_label(row.sources),
         Text(marks + text, style="strike" if row.deleted else ""),
+    )
+
+
+def drawn_page(rows: list[MemoryRow]) -> list[tuple[str, Drawn]]:
+    return [(row.id, drawn(row)) for row in rows]
+
+
+def drawn(row: MemoryRow) -> Drawn:
+    return tuple(
+        (cell.plain, str(cell.style)) if isinstance(cell, Text) else cell for cell in cells(row)
     )
 
 
