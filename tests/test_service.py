@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import gc
 import json
 import os
 import signal
@@ -44,6 +45,7 @@ from assistant.service.server import AlreadyRunning, AssistantService
 from memory.embedder import OnnxSentenceEmbedder
 from tests.helpers.fake_openai import scripted_endpoint
 from tests.helpers.service import InProcess, action, until
+from tests.helpers.ui import wait_for
 
 
 def reply_end(update: Update) -> bool:
@@ -100,9 +102,13 @@ async def test_last_client_leaving_stops_the_service_unless_background(
     loaded = loaded_for(**{"llm.base_url": "http://127.0.0.1:9/v1"})
     service = start_service(loaded)
     client = await ServiceClient.connect(loaded, "tui", start=False)
+    # Once its memory is open, the service leaves what it holds out of full garbage
+    # collections (assistant/service/garbage.py), until it stops.
+    await wait_for(lambda: gc.get_freeze_count() > 0, 30)
     left = await client.leave()
     assert left == Left(stays=False, reason="no work pending")
     assert service.stopped()
+    assert gc.get_freeze_count() == 0
     assert not socket_path(loaded.settings).exists()
     assert OwnerLock(loaded.settings.data_dir).wait_free(0)
 

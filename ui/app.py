@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import gc
 import os
 import signal
 import sys
@@ -16,6 +15,7 @@ from textual.binding import Binding
 from textual.screen import Screen
 
 from assistant.config import LoadedConfig
+from assistant.service.garbage import settle_garbage, unsettle_garbage
 from assistant.service.memory_wire import MemoryStats
 from ui.link import ServiceLink
 from ui.screens.approval import Questions
@@ -73,13 +73,11 @@ class BrainApp(App[None]):
             # What pushing a screen does first (it composes and mounts it), without showing
             # it; Textual has no public call for this.
             self._register(self, pane)
-        if unbuilt:
+        if unbuilt:  # the window is up: what it holds now lives as long as it does
             settle_garbage()
 
     def on_unmount(self) -> None:
-        # What was frozen is collectable again once the window is gone (tests and
-        # benchmarks run many windows in one process).
-        gc.unfreeze()
+        unsettle_garbage()
 
     def _check_terminal(self) -> None:
         if not on_a_terminal():
@@ -123,18 +121,6 @@ class BrainApp(App[None]):
                 f"The Brain OS service keeps running ({left.reason}); `brain stop` stops it."
             )
         self.exit(message=self.farewell)
-
-
-def settle_garbage() -> None:
-    """Leave what the window has built so far out of every later garbage collection.
-
-    A full collection walks every object the process holds (the imported modules, Textual,
-    the screens): 60-200 ms, long enough to stall a key or a screen switch (seen in
-    benchmarks/memory_screen.py). Once the window is up, nearly all of that lives as long as
-    the window, so it is collected once and frozen.
-    """
-    gc.collect()
-    gc.freeze()
 
 
 def on_a_terminal() -> bool:

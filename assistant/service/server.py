@@ -35,6 +35,7 @@ from assistant.agent.events import (
 from assistant.agent.tools import Stores
 from assistant.config import ConfigError, LoadedConfig
 from assistant.llm.server import ServerState, ServerStatus
+from assistant.service.garbage import settle_garbage, unsettle_garbage
 from assistant.service.graph_desk import GraphDesk
 from assistant.service.graph_wire import (
     EntityOpen,
@@ -375,6 +376,7 @@ class AssistantService:
         await self._save_queued()
         await asyncio.to_thread(self.host.close)
         self._lock.release()
+        unsettle_garbage()
         log.info("stopped")
 
     async def _save_queued(self) -> None:
@@ -399,6 +401,7 @@ class AssistantService:
             return
         finally:
             self._memory_settled.set()
+        settle_garbage()  # the memory is open: nearly all the service holds now stays till it stops
         self._broadcast(History(items=self._history()))
         self._broadcast_stats()
         self._start_tasks()
