@@ -22,6 +22,7 @@ from __future__ import annotations
 import logging
 import re
 import threading
+import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, TypeVar
@@ -54,6 +55,10 @@ ATTEMPTS = 2
 # One statement shown to the LLM is clipped to this, and one list of statements to
 # PROMPT_CHARS, so that both prompts fit a small local model's 4096-token context.
 STATEMENT_CHARS = 300
+# After a reflection that stored nothing (the LLM down or no usable reply), the worker waits
+# this long before it tries again, twice as long after each further one, up to the most.
+RETRY_FIRST_S = 120.0
+RETRY_MOST_S = 1800.0
 PROMPT_CHARS = 8_000
 QUESTION_TOKENS = 300
 INSIGHT_TOKENS = 800
@@ -333,12 +338,22 @@ class Reflector:
 
 class ReflectionWorker(BackgroundWorker):
     """Reflects in the background whenever :meth:`poke` is called or ``interval_s`` passes and
-    the threshold is reached."""
+    the threshold is reached; backs off while reflections store nothing (an LLM that is down
+    would otherwise be asked again at every check, each time after reading the latest
+    memories). ``clock``: monotonic seconds."""
 
-    def __init__(self, reflector: Reflector, interval_s: float = 60.0) -> None:
+    def __init__(
+        self,
+        reflector: Reflector,
+        interval_s: float = 60.0,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
         super().__init__("reflection", interval_s)
         self._reflector = reflector
         self._reflecting = False
+        self._clock = clock
+        self._failed_runs = 0
+        self._next_try = 0.0
         self.start()
 
     @property
@@ -347,10 +362,19 @@ class ReflectionWorker(BackgroundWorker):
         return self._reflecting
 
     def work(self, stop: threading.Event) -> None:
-        if self._reflector.should_reflect():
-            self._reflecting = True
-            try:
-                stored = self._reflector.reflect(cancel=stop)
-            finally:
-                self._reflecting = False
-            log.info("reflection stored %d insights", len(stored))
+        if self._clock() < self._next_try or not self._reflector.should_reflect():
+            return
+        self._reflecting = True
+        try:
+            stored = self._reflector.reflect(cancel=stop)
+        finally:
+            self._reflecting = False
+        log.info("reflection stored %d insights", len(stored))
+        if stored:
+            self._failed_runs = 0
+            self._next_try = 0.0
+        else:
+            wait = min(RETRY_MOST_S, RETRY_FIRST_S * 2**self._failed_runs)
+            self._failed_runs += 1
+            self._next_try = self._clock() + wait
+            log.info("reflection: the next try in %.0f s at the earliest", wait)

@@ -16,6 +16,7 @@ from assistant.llm.client import LLMClient
 from memory.embedder import OnnxSentenceEmbedder
 from memory.records import MemoryRecord
 from memory.reflection import (
+    RETRY_FIRST_S,
     Insight,
     ReflectionWorker,
     Reflector,
@@ -372,6 +373,36 @@ def test_worker_checks_every_interval(stream: MemoryStream) -> None:
         while not reflections(stream) and time.monotonic() < deadline:
             time.sleep(0.1)
         assert [r.text for r in reflections(stream)] == ["Klaus is a researcher."]
+    finally:
+        worker.close()
+
+
+def test_worker_backs_off_while_reflections_store_nothing(stream: MemoryStream) -> None:
+    """An LLM that is down is not asked again at every check: the worker waits 2 min after a
+    reflection that stored nothing, twice as long after the next, and starts over once one
+    stores something."""
+    now = [0.0]
+    replies: list[Any] = [ConnectionError("down")] * 4
+    llm = ScriptedLLM(*replies, QUESTIONS, cite("Klaus is a researcher.", "research"))
+    observe(stream, OBSERVATIONS, importance=10)
+    worker = ReflectionWorker(
+        Reflector(stream, llm, threshold=30), interval_s=3600, clock=lambda: now[0]
+    )
+
+    def check() -> int:
+        worker.poke()
+        assert worker.wait_idle(60)
+        return len(llm.calls)
+
+    try:
+        assert check() == 2  # asked, and asked again once: nothing stored
+        assert check() == 2  # too soon
+        now[0] += RETRY_FIRST_S
+        assert check() == 4  # nothing again: the wait doubles
+        now[0] += RETRY_FIRST_S
+        assert check() == 4
+        now[0] += RETRY_FIRST_S
+        assert check() > 4 and [r.text for r in reflections(stream)] == ["Klaus is a researcher."]
     finally:
         worker.close()
 
