@@ -55,13 +55,13 @@ ATTEMPTS = 2
 # One statement shown to the LLM is clipped to this, and one list of statements to
 # PROMPT_CHARS, so that both prompts fit a small local model's 4096-token context.
 STATEMENT_CHARS = 300
+PROMPT_CHARS = 8_000
+QUESTION_TOKENS = 300
+INSIGHT_TOKENS = 800
 # After a reflection that stored nothing (the LLM down or no usable reply), the worker waits
 # this long before it tries again, twice as long after each further one, up to the most.
 RETRY_FIRST_S = 120.0
 RETRY_MOST_S = 1800.0
-PROMPT_CHARS = 8_000
-QUESTION_TOKENS = 300
-INSIGHT_TOKENS = 800
 # The "(because of 1, 5, 3)" of the paper's example format, if the model also wrote it inline.
 _INLINE_CITATION = re.compile(r"\s*\(because of[^)]*\)\s*\.?\s*$", re.IGNORECASE)
 

@@ -102,7 +102,7 @@ async def test_last_client_leaving_stops_the_service_unless_background(
     loaded = loaded_for(**{"llm.base_url": "http://127.0.0.1:9/v1"})
     service = start_service(loaded)
     client = await ServiceClient.connect(loaded, "tui", start=False)
-    # Once its memory is open, the service leaves what it holds out of full garbage
+    # Once it has started, the service leaves what it holds out of full garbage
     # collections (assistant/service/garbage.py), until it stops.
     await wait_for(lambda: gc.get_freeze_count() > 0, 30)
     left = await client.leave()

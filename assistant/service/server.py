@@ -401,7 +401,6 @@ class AssistantService:
             return
         finally:
             self._memory_settled.set()
-        settle_garbage()  # the memory is open: nearly all the service holds now stays till it stops
         self._broadcast(History(items=self._history()))
         self._broadcast_stats()
         self._start_tasks()
@@ -410,6 +409,9 @@ class AssistantService:
         else:
             self._voice_settled.set()
         await self._start_llm()
+        # Started (the clients already have the history): nearly all the service holds now
+        # stays until it stops.
+        settle_garbage()
 
     async def _start_voice(self, voice: VoiceBridge) -> None:
         try:
