@@ -12,6 +12,10 @@ and :meth:`RecordMirror.similarity` gives the cosine of a query to *every* recor
 matrix-vector product (about 1 ms at 10k, 10 ms at 100k, 150 ms at 1M on 2 cores), so
 retrieval can score all records exactly instead of a candidate list.
 
+Loaded with every column it also keeps the rest of each record's stored fields
+(``memory.stored_rows``), so retrieval and the memory list read the records they chose from
+here (:meth:`RecordMirror.rows_at`), not from LanceDB.
+
 The arrays are views of buffers that grow by doubling, so adding records in batches costs
 amortised O(batch), not a copy of every array per batch. Each attribute is the same object until
 records are added or loaded (``_CreationOrder`` in the stream relies on that).
@@ -21,7 +25,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable, Sequence
-from datetime import datetime
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import numpy as np
@@ -30,6 +34,7 @@ import pyarrow.compute as pc
 from numpy.typing import NDArray
 
 from memory.records import KINDS, Kind
+from memory.stored_rows import StoredRows
 
 COLUMNS = ["id", "kind", "importance", "last_accessed_at", "created_at", "pinned", "deleted"]
 VECTOR_COLUMNS = [*COLUMNS, "vector", "text"]
@@ -51,8 +56,18 @@ _SCALARS: dict[str, type[np.generic]] = {
 _BLOCK_ROWS = 65_536
 
 
+_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+_MICROSECOND = timedelta(microseconds=1)
+
+
 def to_us(moment: datetime) -> int:
-    return int(moment.timestamp() * 1_000_000)
+    """Microseconds since the epoch, exactly (a naive time is taken as local time)."""
+    aware = moment if moment.tzinfo is not None else moment.astimezone()
+    return (aware - _EPOCH) // _MICROSECOND
+
+
+def from_us(micros: int) -> datetime:
+    return _EPOCH + timedelta(microseconds=micros)
 
 
 class RecordMirror:
@@ -67,6 +82,8 @@ class RecordMirror:
         # Each record's opener as a code into _opener_codes (-1: none); kept with the vectors.
         self._openers: NDArray[np.int32] | None = None
         self._opener_codes: dict[str, int] = {}
+        # The other stored fields, when loaded with every column.
+        self._rows: StoredRows | None = None
         # Changes whenever records are added or loaded or a kind changes: what depends on the
         # order and kinds of the records (episode neighbours) is rebuilt when it moves.
         self.layout_version = 0
@@ -85,6 +102,10 @@ class RecordMirror:
         return self._directions is not None
 
     @property
+    def has_rows(self) -> bool:
+        return self._rows is not None
+
+    @property
     def directions(self) -> NDArray[np.float32]:
         """Every record's embedding scaled to length 1 (zeros for a zero or non-finite one),
         one row each; only when loaded with VECTOR_COLUMNS."""
@@ -93,7 +114,8 @@ class RecordMirror:
         return self._directions[: len(self.ids)]
 
     def load(self, table: pa.Table) -> None:
-        """Replace the copy with ``table`` (COLUMNS, or VECTOR_COLUMNS to keep vectors)."""
+        """Replace the copy with ``table``: COLUMNS, or VECTOR_COLUMNS to keep vectors, and
+        any more columns to keep those too (every column: whole records, see rows_at)."""
         self.ids = table.column("id").to_pylist()
         self._position = {record_id: index for index, record_id in enumerate(self.ids)}
         kinds = table.column("kind").to_pylist()
@@ -114,6 +136,9 @@ class RecordMirror:
                 word: code for code, word in enumerate(encoded.dictionary.to_pylist())
             }
             self._openers = encoded.indices.fill_null(-1).to_numpy().astype(np.int32)
+        others = [name for name in table.column_names if name not in (*COLUMNS, "vector")]
+        # The ranking columns live in the arrays; the kind is kept in case a name is unknown.
+        self._rows = StoredRows(table.select(["id", "kind", *others])) if others else None
         self._publish()
 
     def extend(self, rows: Sequence[dict[str, object]]) -> None:
@@ -145,31 +170,52 @@ class RecordMirror:
             codes = [self._opener_code(str(r["text"])) for r in rows]
             self._openers = _room(self._openers, start + len(rows))
             self._openers[start : start + len(rows)] = codes
+        if self._rows is not None:
+            self._rows.extend(rows)
         self._publish()
 
     def positions(self, record_ids: Sequence[str]) -> NDArray[np.int64]:
         """Each record's place in these arrays (-1: unknown)."""
         return np.array([self._position.get(i, -1) for i in record_ids], dtype=np.int64)
 
-    def set(self, record_id: str, **values: object) -> None:
-        """Change one record's values (``vector`` too, when vectors are kept)."""
+    def set(self, record_id: str, **values: Any) -> None:
+        """Change one record's values, given as stored (``kind`` a name, times datetimes,
+        ``vector`` a list); those this copy does not keep are ignored."""
         index = self._position.get(record_id)
         if index is None:
             return
         for name, value in values.items():
-            if name == "last_accessed_at" and isinstance(value, datetime):
+            if name == "last_accessed_at":
                 self.last_accessed_us[index] = to_us(value)
-            elif name == "vector":
-                if self._directions is not None:
-                    vector = np.asarray(value, dtype=np.float32).reshape(1, -1)
-                    self._directions[index] = _unit_rows(vector)[0]
-            elif name == "text":
-                if self._openers is not None:
-                    self._openers[index] = self._opener_code(str(value))
-            else:
+            elif name == "kind":
+                self.kind[index] = KIND_CODES[value]
+                self.layout_version += 1
+            elif name in ("importance", "pinned", "deleted"):
                 getattr(self, name)[index] = value
-                if name == "kind":
-                    self.layout_version += 1
+            elif name == "vector" and self._directions is not None:
+                vector = np.asarray(value, dtype=np.float32).reshape(1, -1)
+                self._directions[index] = _unit_rows(vector)[0]
+            elif name == "text" and self._openers is not None:
+                self._openers[index] = self._opener_code(str(value))
+        if self._rows is not None:
+            self._rows.change(index, values)
+
+    def rows_at(self, positions: Sequence[int]) -> list[dict[str, Any]]:
+        """The records at ``positions`` as stored, without their vectors (only when loaded
+        with every column): the ranking columns come from the arrays, which are current."""
+        if self._rows is None:
+            raise ValueError("this mirror keeps no rows (load it with every column)")
+        rows = self._rows.at(positions)
+        for row, index in zip(rows, positions, strict=True):
+            code = int(self.kind[index])
+            if code >= 0:
+                row["kind"] = KINDS[code]
+            row["importance"] = int(self.importance[index])
+            row["last_accessed_at"] = from_us(int(self.last_accessed_us[index]))
+            row["created_at"] = from_us(int(self.created_us[index]))
+            row["pinned"] = bool(self.pinned[index])
+            row["deleted"] = bool(self.deleted[index])
+        return rows
 
     def touch(self, record_ids: Iterable[str], moment: datetime) -> None:
         positions = [self._position[r] for r in record_ids if r in self._position]

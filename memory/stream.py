@@ -12,7 +12,7 @@ import logging
 import re
 import uuid
 from collections.abc import Callable, Sequence
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
@@ -28,7 +28,7 @@ from memory.history import HISTORY_SCHEMA, Change, History, new_change
 from memory.importance import ImportanceRater, Rating
 from memory.llm import StructuredLLM
 from memory.locking import WriteLock
-from memory.mirror import COLUMNS, VECTOR_COLUMNS, RecordMirror, openers, to_us
+from memory.mirror import RecordMirror, openers, to_us
 from memory.paging import Page, page_bounds
 from memory.records import (
     DEFAULT_IMPORTANCE,
@@ -327,8 +327,21 @@ class MemoryStream:
         self._load_mirror()
 
     def _load_mirror(self) -> None:
-        columns = VECTOR_COLUMNS if self.config.exact_scoring else COLUMNS
+        """Every column but the vectors (and those too when every record is scored)."""
+        columns = None if self.config.exact_scoring else self._columns_but_vector()
         self._mirror.load(self.records.query(columns=columns))
+
+    def _columns_but_vector(self) -> list[str]:
+        return [name for name in self.records.schema.names if name != "vector"]
+
+    def _write(self, record_id: str, values: dict[str, Any]) -> None:
+        """Change one record's stored values, in the table and in the mirror."""
+        self.records.update(f"id = {quote(record_id)}", values)
+        self._mirror.set(record_id, **values)
+
+    def _records_at(self, positions: Sequence[int]) -> list[MemoryRecord]:
+        """The records at these mirror places (without their vectors)."""
+        return [MemoryRecord.from_row(row) for row in self._mirror.rows_at(positions)]
 
     def _recent_duplicate(
         self, vector: NDArray[np.float32], kind: Kind, now: datetime
@@ -350,11 +363,9 @@ class MemoryStream:
 
     def _merge(self, existing: MemoryRecord, source: str, now: datetime) -> MemoryRecord:
         sources = existing.sources if source in existing.sources else (*existing.sources, source)
-        self.records.update(
-            f"id = {quote(existing.id)}",
-            {"sources": list(sources), "last_accessed_at": now, "updated_at": now},
+        self._write(
+            existing.id, {"sources": list(sources), "last_accessed_at": now, "updated_at": now}
         )
-        self._mirror.set(existing.id, last_accessed_at=now)
         self.history.record(
             [
                 new_change(
@@ -378,7 +389,14 @@ class MemoryStream:
                 f"id = {quote(rating.record_id)} AND importance_state != 'given'",
                 {"importance": rating.importance, "importance_state": state},
             )
-            self._mirror.set(rating.record_id, importance=float(rating.importance))
+        # A rating does not replace an importance the user gave meanwhile: mirror what the
+        # table kept.
+        kept = self.records.query(
+            where=in_list("id", [r.record_id for r in ratings]),
+            columns=["id", "importance", "importance_state"],
+        )
+        for row in kept.to_pylist():
+            self._mirror.set(row.pop("id"), **row)
         self.history.record(
             [
                 new_change(r.record_id, "rate", {}, {"importance": r.importance}, now)
@@ -428,15 +446,23 @@ class MemoryStream:
         filters = filters or Filters()
         weights = weights or self.config.weights
         now = self._clock()
-        asked = self._asked(clean_text(query))
+        text = clean_text(query)
         allowed = self._allowed(filters)
+        # The full-text search needs no vector: it waits on LanceDB while the query is embedded
+        # and numpy scores.
+        text_hits = (
+            self._searches.submit(self._text_hits, text, filters.where())
+            if weights.relevance and self.config.relevance != "cosine" and allowed.any()
+            else None
+        )
+        asked = self._asked(text)
         if self.config.exact_scoring and self._mirror.has_vectors:
             positions, relevance_values = self._relevance_everywhere(
-                asked, filters, weights, allowed
+                asked, text_hits, weights, allowed
             )
         else:
             positions, relevance_values = self._relevance_of_candidates(
-                asked, filters, weights, now, allowed
+                asked, text_hits, filters, weights, now, allowed
             )
         if positions.size == 0:
             return []
@@ -450,22 +476,18 @@ class MemoryStream:
         )
         scores = weighted_sum(normalised, weights)
         order = _best(scores, k)
-        chosen = [mirror.ids[i] for i in positions[order]]
-        records = {record.id: record for record in self.get_many(chosen)}
+        chosen = positions[order]
         if touch:
-            self._touch(chosen, now)
+            self._touch([mirror.ids[i] for i in chosen], now)
         return [
             ScoredMemory(
-                record=records[record_id].with_changes(last_accessed_at=now)
-                if touch
-                else records[record_id],
+                record=record,
                 score=float(scores[i]),
                 recency=float(normalised[0][i]),
                 importance=float(normalised[1][i]),
                 relevance=float(normalised[2][i]),
             )
-            for i, record_id in zip(order, chosen, strict=True)
-            if record_id in records
+            for i, record in zip(order, self._records_at(chosen.tolist()), strict=True)
         ]
 
     def _allowed(self, filters: Filters) -> NDArray[np.bool_]:
@@ -489,7 +511,7 @@ class MemoryStream:
         names = (
             query_names(query) if config.relevance == "contextual" and config.subject_boost else ()
         )
-        rest = without_names(query, names)[:MAX_EMBED_CHARS]
+        rest = without_names(query, names)[:MAX_EMBED_CHARS] if names else ""
         vectors = self._embedder.embed([query[:MAX_EMBED_CHARS] or " ", *([rest] if rest else [])])
         graph_hits = (
             self._graph_hits(query, vectors[0])
@@ -510,22 +532,17 @@ class MemoryStream:
     def _relevance_everywhere(
         self,
         asked: _Query,
-        filters: Filters,
+        text_hits: Future[dict[str, float]] | None,
         weights: RetrievalWeights,
         allowed: NDArray[np.bool_],
     ) -> tuple[NDArray[np.int64], FloatArray]:
         """Every allowed record's mirror place and relevance, the cosine term from the mirror's
-        vectors, the BM25 term from the text index's best hits (0 for the rest)."""
+        vectors, the BM25 term from the text index's best hits (``text_hits``; 0 for the
+        rest)."""
         positions = np.flatnonzero(allowed).astype(np.int64)
         if not weights.relevance or positions.size == 0:
             return positions, np.zeros(positions.size, dtype=np.float64)
         mirror = self._mirror
-        # The full-text search waits on LanceDB while numpy scores the vectors.
-        text_hits = (
-            self._searches.submit(self._text_hits, asked, filters.where())
-            if self.config.relevance != "cosine"
-            else None
-        )
         everyone = positions.size == len(mirror)
 
         def subset(values: NDArray[Any]) -> NDArray[Any]:
@@ -551,13 +568,14 @@ class MemoryStream:
     def _relevance_of_candidates(
         self,
         asked: _Query,
+        text_hits: Future[dict[str, float]] | None,
         filters: Filters,
         weights: RetrievalWeights,
         now: datetime,
         allowed: NDArray[np.bool_],
     ) -> tuple[NDArray[np.int64], FloatArray]:
         """The candidates' mirror places and relevance, read from the table."""
-        candidate_ids, lexical = self._candidates(asked, filters, weights, now, allowed)
+        candidate_ids, lexical = self._candidates(asked, text_hits, filters, weights, now, allowed)
         empty = np.zeros(0, dtype=np.int64)
         if not candidate_ids:
             return empty, np.zeros(0, dtype=np.float64)
@@ -588,9 +606,9 @@ class MemoryStream:
         relevance = self._relevance(asked, positions, lexical_values, subjects_of, similarity_to)
         return positions, relevance
 
-    def _text_hits(self, asked: _Query, where: str | None) -> dict[str, float]:
+    def _text_hits(self, query: str, where: str | None) -> dict[str, float]:
         """The best records by BM25 (``text_candidates`` of them), with their scores."""
-        terms = lexical_query(asked.text)
+        terms = lexical_query(query)
         if not terms:
             return {}
         try:
@@ -604,6 +622,7 @@ class MemoryStream:
     def _candidates(
         self,
         asked: _Query,
+        text_hits: Future[dict[str, float]] | None,
         filters: Filters,
         weights: RetrievalWeights,
         now: datetime,
@@ -621,8 +640,8 @@ class MemoryStream:
                 asked.vector.tolist(), self.config.vector_candidates, where, ["id"]
             )
             found.update(dict.fromkeys(by_vector.column("id").to_pylist()))
-            if mode != "cosine":
-                lexical = self._text_hits(asked, where)
+            if text_hits is not None:
+                lexical = text_hits.result()
                 found.update(dict.fromkeys(lexical))
             found.update(dict.fromkeys(asked.graph_hits))
             if mode == "contextual" and self.config.context_weight > 0:
@@ -802,7 +821,7 @@ class MemoryStream:
     def bump_utility(self, record_id: str, amount: float = 1.0) -> None:
         """A retrieved memory helped: it counts for more next time it is considered."""
         record = self._require(record_id)
-        self.records.update(f"id = {quote(record_id)}", {"utility": record.utility + amount})
+        self._write(record_id, {"utility": record.utility + amount})
 
     # Reading, for the agent and the UI
 
@@ -862,8 +881,13 @@ class MemoryStream:
         order = np.argsort(values, kind="stable")
         if descending:
             order = order[::-1]
-        chosen = [ids[i] for i in positions[order[offset : offset + limit]]]
-        return Page(tuple(self.get_many(chosen, embeddings=False)), len(positions), page, page_size)
+        chosen = positions[order[offset : offset + limit]]
+        records = (
+            self._records_at(chosen.tolist())
+            if mirrored is not None
+            else self.get_many([ids[i] for i in chosen], embeddings=False)
+        )
+        return Page(tuple(records), len(positions), page, page_size)
 
     def _mirrored_column(self, sort: SortKey) -> NDArray[np.generic] | None:
         mirror = self._mirror
@@ -907,8 +931,7 @@ class MemoryStream:
         values = self._validated(changes, record, now)
         before = {name: _plain(getattr(record, name)) for name in values if name in EDITABLE}
         after = {name: _plain(values[name]) for name in before}
-        self.records.update(f"id = {quote(record_id)}", {**values, "updated_at": now})
-        self._sync_mirror(record_id, values)
+        self._write(record_id, {**values, "updated_at": now})
         self.history.record([new_change(record_id, "edit", before, after, now)])
         return self._require(record_id)
 
@@ -941,19 +964,6 @@ class MemoryStream:
             values["event_time"] = changes["event_time"]
         return values
 
-    def _sync_mirror(self, record_id: str, values: dict[str, Any]) -> None:
-        mirrored: dict[str, Any] = {n: values[n] for n in ("text", "vector") if n in values}
-        if "importance" in values:
-            mirrored["importance"] = float(values["importance"])
-        if "pinned" in values:
-            mirrored["pinned"] = bool(values["pinned"])
-        if "kind" in values:
-            mirrored["kind"] = KINDS.index(values["kind"])
-        if "deleted" in values:
-            mirrored["deleted"] = bool(values["deleted"])
-        if mirrored:
-            self._mirror.set(record_id, **mirrored)
-
     def delete(self, record_id: str) -> None:
         """Soft delete: hidden from retrieval and lists, restorable."""
         self._set_deleted(record_id, True, "delete")
@@ -966,8 +976,7 @@ class MemoryStream:
     ) -> None:
         record = self._require(record_id)
         now = self._clock()
-        self.records.update(f"id = {quote(record_id)}", {"deleted": deleted, "updated_at": now})
-        self._mirror.set(record_id, deleted=deleted)
+        self._write(record_id, {"deleted": deleted, "updated_at": now})
         self.history.record(
             [new_change(record_id, action, {"deleted": record.deleted}, {"deleted": deleted}, now)]
         )

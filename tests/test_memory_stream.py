@@ -305,3 +305,73 @@ def test_utility_grows_when_a_memory_helps(stream: MemoryStream) -> None:
     stream.bump_utility(record.id)
     stream.bump_utility(record.id, 2.5)
     assert stream.get(record.id).utility == pytest.approx(3.5)  # type: ignore[union-attr]
+
+
+# What retrieval and the list hand back comes from the mirror's copy: it must match the table.
+
+
+def assert_records_match_the_table(stream: MemoryStream) -> None:
+    everything = Filters(deleted=None)
+    listed = stream.list_memories(filters=everything, page_size=100).items
+    found = [s.record for s in stream.retrieve("notes", k=100, filters=everything, touch=False)]
+    assert len(listed) == len(found) == len(stream.list_memories(page_size=100).items) + sum(
+        r.deleted for r in listed
+    )
+    for record in (*listed, *found):
+        assert record == stream.get(record.id)  # every field but the vector
+
+
+def change_each_field(memory: MemoryStream, clock: Clock, ids: list[str]) -> None:
+    first, second, third = ids
+    clock.advance(minutes=5)
+    merged = memory.add("Notes from the call with the bank.", source="assistant")
+    assert merged.id == second
+    memory.edit(first, text=f"Anna's notes: the flight leaves at {clock().hour}.", importance=8)
+    memory.edit(third, kind="observation", pinned=False, event_time=clock() + timedelta(days=2))
+    memory.delete(second)
+    memory.bump_utility(third, 2.0)
+    clock.advance(hours=3)
+    memory.retrieve("flight", k=2)  # touched
+    assert_records_match_the_table(memory)
+    memory.undo()  # the delete
+    memory.edit(third, kind="plan")
+    assert_records_match_the_table(memory)
+
+
+def test_retrieved_and_listed_records_match_the_table_after_every_change(
+    tmp_path: Path, stream: MemoryStream, clock: Clock, embedder: OnnxSentenceEmbedder
+) -> None:
+    """Changed while the rows are new to this instance, then while they are as loaded."""
+    first = stream.add("Anna's notes: the flight leaves tomorrow at 9.", importance=4)
+    second = stream.add("Notes from the call with the bank.", evidence=[first.id])
+    third = stream.add("A note to buy oat milk.", kind="plan", pinned=True)
+    assert_records_match_the_table(stream)
+    ids = [first.id, second.id, third.id]
+    change_each_field(stream, clock, ids)
+    reopened = MemoryStream(tmp_path / "data", embedder, clock=clock, config=stream.config)
+    try:
+        assert_records_match_the_table(reopened)
+        change_each_field(reopened, clock, ids)
+        reopened.add("More notes, added after the reopening.", importance=2)
+        assert_records_match_the_table(reopened)
+    finally:
+        reopened.close()
+
+
+def test_a_rating_that_arrives_after_the_user_gave_importance_changes_nothing(
+    tmp_path: Path, embedder: OnnxSentenceEmbedder
+) -> None:
+    gate = threading.Event()
+    memory = MemoryStream(tmp_path / "data", embedder, llm=ScriptedLLM({"rating": 2}, gate=gate))
+    try:
+        record = memory.add("The notes for the school board talk.")
+        memory.edit(record.id, importance=9)
+        gate.set()
+        assert memory.wait_for_ratings(30)
+        stored = memory.get(record.id)
+        assert stored is not None and (stored.importance, stored.importance_state) == (9, "given")
+        found = memory.retrieve("school board", k=1, touch=False)[0]
+        assert found.record == stored
+        assert_records_match_the_table(memory)
+    finally:
+        memory.close()

@@ -11,6 +11,7 @@ import pyarrow as pa
 import pytest
 
 from benchmarks import retrieval_scale as bench
+from memory import stored_rows
 from memory.database import open_database
 from memory.embedder import OnnxSentenceEmbedder
 from memory.locking import WriteLock
@@ -232,3 +233,29 @@ def test_mirror_grows_in_batches_and_scores_every_record() -> None:
     assert mirror.similarity(np.ones(8, dtype=np.float32))[0] == pytest.approx(1.0)
     mirror.touch(["r1-3"], bench.NOW)
     assert mirror.last_accessed_us[703] == to_us(bench.NOW)
+
+
+def test_stored_rows_fold_added_rows_and_keep_changes_on_both_sides(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(stored_rows, "FOLD_ROWS", 4)
+    schema = pa.schema(
+        [("id", pa.string()), ("text", pa.string()), ("sources", pa.list_(pa.string()))]
+    )
+    rows = stored_rows.StoredRows(pa.Table.from_pylist([], schema=schema))
+    expected: list[dict[str, object]] = []
+    for index in range(10):  # folded at 4 and 8 rows; two stay as added
+        row = {"id": f"r{index}", "text": f"note {index}", "sources": ["user"], "vector": [0.5]}
+        rows.extend([row])
+        expected.append({"id": row["id"], "text": row["text"], "sources": ["user"]})
+        if index % 3 == 0:  # changed before and after its fold
+            rows.change(index, {"text": f"changed {index}", "importance": 9})
+            expected[index]["text"] = f"changed {index}"
+    assert len(rows) == 10
+    rows.change(1, {"sources": ["user", "assistant"]})
+    rows.change(9, {"sources": ["tool"]})
+    expected[1]["sources"] = ["user", "assistant"]
+    expected[9]["sources"] = ["tool"]
+    places = [9, 0, 5, 8, 1, 3]
+    assert rows.at(places) == [expected[p] for p in places]
+    assert rows.at([]) == []
