@@ -314,8 +314,10 @@ def assert_records_match_the_table(stream: MemoryStream) -> None:
     everything = Filters(deleted=None)
     listed = stream.list_memories(filters=everything, page_size=100).items
     found = [s.record for s in stream.retrieve("notes", k=100, filters=everything, touch=False)]
-    assert len(listed) == len(found) == len(stream.list_memories(page_size=100).items) + sum(
-        r.deleted for r in listed
+    assert (
+        len(listed)
+        == len(found)
+        == len(stream.list_memories(page_size=100).items) + sum(r.deleted for r in listed)
     )
     for record in (*listed, *found):
         assert record == stream.get(record.id)  # every field but the vector
