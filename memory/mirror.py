@@ -102,10 +102,6 @@ class RecordMirror:
         return self._directions is not None
 
     @property
-    def has_rows(self) -> bool:
-        return self._rows is not None
-
-    @property
     def directions(self) -> NDArray[np.float32]:
         """Every record's embedding scaled to length 1 (zeros for a zero or non-finite one),
         one row each; only when loaded with VECTOR_COLUMNS."""

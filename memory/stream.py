@@ -328,11 +328,9 @@ class MemoryStream:
 
     def _load_mirror(self) -> None:
         """Every column but the vectors (and those too when every record is scored)."""
-        columns = None if self.config.exact_scoring else self._columns_but_vector()
+        all_but_vector = [name for name in self.records.schema.names if name != "vector"]
+        columns = None if self.config.exact_scoring else all_but_vector
         self._mirror.load(self.records.query(columns=columns))
-
-    def _columns_but_vector(self) -> list[str]:
-        return [name for name in self.records.schema.names if name != "vector"]
 
     def _write(self, record_id: str, values: dict[str, Any]) -> None:
         """Change one record's stored values, in the table and in the mirror."""
