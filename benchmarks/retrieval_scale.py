@@ -25,11 +25,14 @@ Then, for each size, ``--queries`` realistic questions from the same templates:
   (and, in the contextual mode, names and neighbouring records), which has no exact
   all-records form here, so this check runs ``retrieve`` with ``relevance="cosine"`` (the
   default config otherwise) and compares with exact cosine relevance;
-* ``speedup_vs_naive`` (sizes up to 10,000 only, else null): the median of a naive
-  pure-Python implementation of the same formula (per record: recency, importance, cosine over
-  the record's vector as a list; then min-max, sum, sort) over the median of ``retrieve``;
-  both include embedding the query (stderr also compares the scoring alone: numpy over all
-  records vs the Python loop);
+* ``speedup_vs_naive`` (sizes up to 10,000 only, else null): a naive pure-Python
+  implementation of the paper's formula (per record: recency, importance, cosine over the
+  record's vector as a list; then min-max, sum, sort) against ``retrieve`` with that same
+  formula (``relevance="cosine"``, the default config otherwise), like for like: both are
+  handed the same query vector, so this is the ratio of the rankings, medians over up to 10
+  queries. ``speedup_vs_naive_embedding_included`` has both embed the query themselves: the
+  embedding (3-6 ms here) is the same model call on both sides, so this ratio cannot pass
+  (naive + embedding) / embedding whatever the retrieval does (stderr prints that bound);
 * ``ingest_records_per_s``: real-embedded records per second, embedding included: the time
   to embed them (in batches of 64, as ``add_many`` does; when they are cached, timed again on
   2,000 of them) + ``add_many`` over them with those vectors supplied + their share of the
@@ -58,6 +61,7 @@ from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
+from functools import partial
 from pathlib import Path
 from typing import TypeVar
 
@@ -68,7 +72,7 @@ from numpy.typing import NDArray
 from memory.embedder import Embedder
 from memory.mirror import to_us
 from memory.scoring import RetrievalWeights, cosine, min_max, recency
-from memory.stream import MemoryStream, NewMemory
+from memory.stream import MemoryStream, NewMemory, RelevanceMode
 
 T = TypeVar("T")
 Vectors = NDArray[np.float32]
@@ -90,6 +94,7 @@ FIGURES = (
     "p50_ms",
     "p95_ms",
     "speedup_vs_naive",
+    "speedup_vs_naive_embedding_included",
     "top10_agreement",
     "ingest_records_per_s",
     "db_mb_per_100k",
@@ -674,9 +679,20 @@ def percentile(values: Sequence[float], share: float) -> float:
     return float(np.percentile(np.asarray(values, dtype=np.float64), share * 100))
 
 
+@contextmanager
+def relevance_mode(stream: MemoryStream, relevance: RelevanceMode) -> Iterator[None]:
+    """The stream's default configuration with another relevance term, for a while."""
+    default_config = stream.config
+    stream.config = dataclasses.replace(default_config, relevance=relevance)
+    try:
+        yield
+    finally:
+        stream.config = default_config
+
+
 def measure(
     stream: MemoryStream,
-    embedder: Embedder,
+    embedder: BenchEmbedder,
     asked: Sequence[str],
     naive: bool,
     label: str = "",
@@ -690,16 +706,12 @@ def measure(
     log(f"{label} retrieve p50 {statistics.median(latencies):.1f} ms")
 
     data = snapshot(stream)
-    default_config = stream.config
-    stream.config = dataclasses.replace(default_config, relevance="cosine")
     agreeing = 0
-    try:
+    with relevance_mode(stream, "cosine"):
         for question in asked:
             found = {m.record.id for m in stream.retrieve(question, k=K, touch=False)}
             query = embedder.embed([question])[0]
             agreeing += found == set(exact_top_k(data, query))
-    finally:
-        stream.config = default_config
     log(f"{label} top-10 agreement {agreeing}/{len(asked)}")
 
     embed_ms = statistics.median(
@@ -707,29 +719,61 @@ def measure(
         for q in asked
     )
     log(f"{label} of which embedding the query: p50 {embed_ms:.1f} ms")
-    speedup = None
+    speedups: dict[str, float | None] = {
+        "speedup_vs_naive": None,
+        "speedup_vs_naive_embedding_included": None,
+    }
     if naive:
-        rows = naive_rows(data)
-        naive_times, scoring_times, numpy_times = [], [], []
-        for question in asked[: max(5, min(len(asked), 10))]:
-            query, seconds = timed(lambda q=question: embedder.embed([q])[0])  # type: ignore[misc]
-            listed = query.tolist()
-            _, scoring = timed(lambda v=listed: naive_top_k(rows, v))  # type: ignore[misc]
-            naive_times.append((seconds + scoring) * 1000)
-            scoring_times.append(scoring * 1000)
-            numpy_times.append(timed(lambda v=query: exact_top_k(data, v))[1] * 1000)  # type: ignore[misc]
-        speedup = statistics.median(naive_times) / statistics.median(latencies)
-        log(
-            f"{label} naive (query embedding included) median "
-            f"{statistics.median(naive_times):.0f} ms: retrieve is {speedup:.1f}x faster; "
-            f"scoring alone, numpy over all records vs the Python loop: "
-            f"{statistics.median(numpy_times):.2f} ms vs {statistics.median(scoring_times):.0f} ms"
-        )
+        speedups = naive_speedups(stream, embedder, data, asked, label)
     return {
         "p50_ms": statistics.median(latencies),
         "p95_ms": percentile(latencies, 0.95),
-        "speedup_vs_naive": speedup,
+        **speedups,
         "top10_agreement": agreeing / len(asked),
+    }
+
+
+def naive_speedups(
+    stream: MemoryStream,
+    embedder: BenchEmbedder,
+    data: Snapshot,
+    asked: Sequence[str],
+    label: str = "",
+) -> dict[str, float | None]:
+    """``retrieve`` against the naive loop, like for like: the paper's formula (cosine
+    relevance) on both sides, both handed the same query vector (``speedup_vs_naive``: the
+    ranking, which is what the loop does), and both embedding the query themselves
+    (``..._embedding_included``: the model's inference, the same on both sides, bounds this
+    one)."""
+    rows = naive_rows(data)
+    sample = asked[: max(5, min(len(asked), 10))]
+    embedded = [timed(partial(embedder.embed, [question])) for question in sample]
+    embed_ms = [seconds * 1000 for _, seconds in embedded]
+    # Each side in a loop of its own, so neither runs on caches the other has just emptied.
+    naive_ms = [
+        timed(partial(naive_top_k, rows, vectors[0].tolist()))[1] * 1000 for vectors, _ in embedded
+    ]
+    ranked_ms, whole_ms = [], []
+    with relevance_mode(stream, "cosine"):
+        for question, (vectors, _) in zip(sample, embedded, strict=True):
+            with embedder.supplying(vectors):
+                ranked_ms.append(timed(partial(stream.retrieve, question, k=K, touch=False))[1])
+        for question in sample:
+            whole_ms.append(timed(partial(stream.retrieve, question, k=K, touch=False))[1])
+    ranked_ms = [seconds * 1000 for seconds in ranked_ms]
+    whole_ms = [seconds * 1000 for seconds in whole_ms]
+    naive, ranked = statistics.median(naive_ms), statistics.median(ranked_ms)
+    embedding, whole = statistics.median(embed_ms), statistics.median(whole_ms)
+    log(
+        f"{label} paper's formula, given the query vector: retrieve {ranked:.2f} ms, "
+        f"naive loop {naive:.0f} ms ({naive / ranked:.0f}x); embedding the query too "
+        f"({embedding:.1f} ms): {whole:.1f} ms vs {embedding + naive:.0f} ms "
+        f"({(embedding + naive) / whole:.0f}x; at most {(embedding + naive) / embedding:.0f}x "
+        "for any retrieval that embeds the query)"
+    )
+    return {
+        "speedup_vs_naive": naive / ranked,
+        "speedup_vs_naive_embedding_included": (embedding + naive) / whole,
     }
 
 
@@ -808,7 +852,7 @@ def table(report: dict[str, dict[str, float | None]], real_limit: int = REAL_LIM
             return "-"
         if name == "top10_agreement":
             return f"{value:.0%}"
-        if name == "speedup_vs_naive":
+        if name.startswith("speedup_vs_naive"):
             return f"{value:,.0f}x"
         return f"{value:,.1f}" if value < 1000 else f"{value:,.0f}"
 

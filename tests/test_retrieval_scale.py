@@ -112,6 +112,31 @@ def test_benchmark_at_a_tiny_size(tmp_path: Path, embedder: OnnxSentenceEmbedder
 
 
 @pytest.mark.slow
+def test_the_naive_speedup_hands_both_sides_the_same_query_vector(
+    tmp_path: Path, embedder: OnnxSentenceEmbedder
+) -> None:
+    folder, _ = bench.prepared(tmp_path, 300, bench.BenchEmbedder(embedder), False, real_limit=300)
+    counted = bench.BenchEmbedder(embedder)
+    stream = MemoryStream(folder / "data", counted, clock=lambda: bench.NOW)
+    try:
+        data = bench.snapshot(stream)
+        asked = bench.questions(6)
+        speedups = bench.naive_speedups(stream, counted, data, asked)
+        config = stream.config
+    finally:
+        stream.close()
+    # The model ran once per question to make the vector both rankings were given, and once
+    # more per question for the retrieval that embeds its query itself: never in the ranking.
+    assert counted.texts == 2 * len(asked)
+    assert config.relevance == "contextual"  # the default is back afterwards
+    assert set(speedups) == {"speedup_vs_naive", "speedup_vs_naive_embedding_included"}
+    like_for_like = speedups["speedup_vs_naive"]
+    with_embedding = speedups["speedup_vs_naive_embedding_included"]
+    assert like_for_like is not None and with_embedding is not None
+    assert like_for_like > with_embedding > 0
+
+
+@pytest.mark.slow
 def test_command_prints_one_json_object(
     capsys: pytest.CaptureFixture[str],
     monkeypatch: pytest.MonkeyPatch,
