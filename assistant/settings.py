@@ -193,7 +193,12 @@ class TasksSettings(Section):
     )
     max_steps: int = Field(12, ge=1, le=200, description="Steps (tool calls) one task may take.")
     max_tokens: int = Field(
-        40_000, ge=1_000, description="Tokens (estimated) one task may send and receive."
+        40_000,
+        ge=1_000,
+        description=(
+            "Tokens one task may send and receive (the local model's own count; an estimate "
+            "for other endpoints)."
+        ),
     )
     max_seconds: float = Field(900.0, gt=0, description="Wall-clock time one task may run.")
     heartbeat_minutes: float = Field(

@@ -4,20 +4,15 @@ retrieved for the current event; all counted against the model's context window.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 from assistant.agent.core_memory import CoreMemory
 from assistant.llm.client import Message
+from assistant.llm.tokens import TokenCounter, estimate_tokens
 
 # Chat templates add a few tokens around every message.
 MESSAGE_OVERHEAD_TOKENS = 6
-
-
-def estimate_tokens(text: str) -> int:
-    """A deliberately high estimate: about 3 bytes of UTF-8 a token (English runs near 4
-    characters a token on the bundled models' tokenizers), so the window is not overrun."""
-    return len(text.encode("utf-8", "replace")) // 3 + 1
 
 
 @dataclass(frozen=True)
@@ -38,7 +33,7 @@ class ContextWindow:
         instructions: str,
         core: CoreMemory,
         config: ContextConfig = ContextConfig(),
-        count: Callable[[str], int] = estimate_tokens,
+        count: TokenCounter = estimate_tokens,
     ) -> None:
         self.instructions = instructions
         self.core = core

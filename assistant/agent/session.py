@@ -12,6 +12,7 @@ from assistant.agent.context import ContextConfig, ContextWindow
 from assistant.agent.core_memory import CoreMemory
 from assistant.agent.tools import TOOLS, SendMessage, Stores, Tool
 from assistant.llm.priority import ForegroundGate
+from assistant.llm.tokens import counter_of
 from assistant.settings import Settings
 from memory.archival import ArchivalStore
 from memory.database import open_database
@@ -69,6 +70,7 @@ def open_agent(
             window_tokens=settings.llm.context_window,
             warning_share=settings.agent.memory_pressure,
         ),
+        count=counter_of(llm),
     )
     for message in stores.recall.recent(RESUMED_MESSAGES):
         if message.role == "user":

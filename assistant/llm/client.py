@@ -14,6 +14,7 @@ from typing import Any, cast
 import openai
 
 from assistant.llm.cancellable import cancellable
+from assistant.llm.tokens import TokenCounter, estimate_tokens
 from assistant.settings import JsonMode, ToolCalling
 
 Message = dict[str, str]
@@ -86,8 +87,12 @@ class LLMClient:
         timeout_s: float = 120.0,
         json_mode: JsonMode = "auto",
         tool_calling: ToolCalling = "auto",
+        count_tokens: TokenCounter = estimate_tokens,
     ) -> None:
         self.endpoint = endpoint
+        # How the endpoint's model counts a text, for the context window: exact for the local
+        # model (its vocabulary), an estimate that errs high for others.
+        self.count_tokens = count_tokens
         self.timeout_s = timeout_s
         self.json_mode: JsonMode = json_mode
         if json_mode == "auto":

@@ -13,6 +13,7 @@ from contextlib import contextmanager
 from typing import Any, Protocol
 
 from assistant.llm.client import JsonSchema, LLMCancelled, Message
+from assistant.llm.tokens import counter_of
 
 log = logging.getLogger(__name__)
 
@@ -87,6 +88,9 @@ class BackgroundLLM:
     def __init__(self, client: CancellableJsonLLM, gate: ForegroundGate) -> None:
         self.client = client
         self.gate = gate
+
+    def count_tokens(self, text: str) -> int:
+        return counter_of(self.client)(text)
 
     def complete_json(
         self,

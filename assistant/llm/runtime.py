@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from assistant.llm.client import Endpoint, LLMClient
 from assistant.llm.server import LLMServerError, LocalLLMServer, ServerOptions, StatusCallback
+from assistant.llm.tokens import TokenCounter, estimate_tokens, vocabulary_counter
 from assistant.model_paths import ProfileModels
 from assistant.settings import Settings
 
@@ -24,6 +25,7 @@ class LLMRuntime:
         self.client: LLMClient | None = None
         self.background_server: LocalLLMServer | None = None
         self.background_client: LLMClient | None = None
+        self._counter: TokenCounter | None = None
         self._closed = False
 
     def describe(self) -> str:
@@ -97,7 +99,14 @@ class LLMRuntime:
             timeout_s=llm.timeout_s,
             json_mode=llm.json_mode,
             tool_calling=llm.tool_calling,
+            count_tokens=self._local_counter() if endpoint.is_local else estimate_tokens,
         )
+
+    def _local_counter(self) -> TokenCounter:
+        """The local model's exact counter, read once for both of its servers."""
+        if self._counter is None:
+            self._counter = vocabulary_counter(self.models.llm().gguf)
+        return self._counter
 
     def stop(self) -> None:
         for client in (self.background_client, self.client):

@@ -19,6 +19,7 @@ from assistant.llm.client import (
     StreamDelta,
     ToolSpec,
 )
+from assistant.llm.tokens import estimate_tokens
 
 
 class SwitchableLLM:
@@ -49,6 +50,12 @@ class SwitchableLLM:
         """The current endpoint's way of calling tools (read by the agent every step)."""
         client = self._client
         return client.tool_calling if client is not None else "json_action"
+
+    def count_tokens(self, text: str) -> int:
+        """Tokens in ``text`` as the current endpoint's model counts them (an estimate while
+        there is none)."""
+        client = self._client
+        return client.count_tokens(text) if client is not None else estimate_tokens(text)
 
     def current(self) -> LLMClient:
         with self._lock:

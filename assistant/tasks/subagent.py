@@ -26,10 +26,10 @@ from typing import Any
 from pydantic import ValidationError
 
 from assistant.agent.actions import Action, ActionError, read_action
-from assistant.agent.context import estimate_tokens
 from assistant.agent.tools import Tool, by_name, describe_tools
 from assistant.llm.client import LLMCancelled, LLMError, LLMUnavailable, Message
 from assistant.llm.priority import CancellableJsonLLM
+from assistant.llm.tokens import counter_of
 from assistant.tasks.mcp_client import McpConnection, McpError, mcp_tools
 from assistant.tasks.plan import (
     FirstPlan,
@@ -260,7 +260,7 @@ class SubAgent:
         for attempt in range(1, self.budget.attempts + 1):
             self._check_cancel()
             record.cost.llm_calls += 1
-            record.cost.prompt_tokens += sum(estimate_tokens(m["content"]) for m in messages)
+            record.cost.prompt_tokens += sum(counter_of(self.llm)(m["content"]) for m in messages)
             try:
                 reply = self.llm.complete_json(
                     messages, schema, max_tokens=REPLY_TOKENS, cancel=self.cancel
@@ -276,7 +276,9 @@ class SubAgent:
                 continue
             except LLMError as error:
                 return str(error)
-            record.cost.completion_tokens += estimate_tokens(json.dumps(reply, ensure_ascii=False))
+            record.cost.completion_tokens += counter_of(self.llm)(
+                json.dumps(reply, ensure_ascii=False)
+            )
             return reply
         raise TaskStopped("failed", "the LLM gave no usable reply")
 
