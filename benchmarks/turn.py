@@ -110,6 +110,11 @@ class Clocked:
         text: str = self.client.complete(messages, **options)
         return text
 
+    def count_tokens(self, text: str) -> int:
+        """As the app counts the window: with the client's own counter."""
+        count: int = self.client.count_tokens(text)
+        return count
+
 
 def build_memory(folder: Path, count: int) -> None:
     from benchmarks.retrieval_scale import memory_texts, real_embedder, record_metadata

@@ -816,6 +816,11 @@ class MemoryStream:
             self.records.update(in_list("id", ids), {"last_accessed_at": now})
             self._mirror.touch(ids, now)
 
+    def mark_accessed(self, record_ids: Sequence[str]) -> None:
+        """The records were used (as ``retrieve`` marks what it returns): last_accessed_at =
+        now. For a caller that retrieved with ``touch=False`` and used only some."""
+        self._touch(list(dict.fromkeys(record_ids)), self._clock())
+
     def bump_utility(self, record_id: str, amount: float = 1.0) -> None:
         """A retrieved memory helped: it counts for more next time it is considered."""
         record = self._require(record_id)

@@ -62,6 +62,12 @@ def planner_for(stream: MemoryStream, clock: Clock, llm: ScriptedSteps) -> DayPl
     )
 
 
+def accessed(stream: MemoryStream, record_id: str) -> datetime:
+    record = stream.get(record_id)
+    assert record is not None
+    return record.last_accessed_at
+
+
 def texts(planner: DayPlanner) -> list[str]:
     return [p.record.text for p in planner.today()]
 
@@ -110,11 +116,17 @@ def test_nothing_is_planned_unasked_for_a_user_it_knows_nothing_about(
     plans anyway); once the user has said something about the day, it plans from that."""
     llm = ScriptedSteps(DAY)
     planner = DayPlanner(stream, llm, clock)
-    stream.add("Brain OS: Hello! How can I help?", source="assistant")
+    greeting = stream.add("Brain OS: Hello! How can I help?", source="assistant")
+    clock.advance(hours=2)
     assert planner.step() is None and llm.requests == []
-    stream.add("User: I have to finish the quarterly report today.", source="user")
+    # Looked at and not used: not marked as accessed (recency is about use).
+    assert accessed(stream, greeting.id) == greeting.last_accessed_at
+    said = stream.add("User: I have to finish the quarterly report today.", source="user")
+    clock.advance(hours=1)
     assert planner.step() == "planned the day in 5 chunks"
     assert "quarterly report today" in llm.requests[0][1]["content"]
+    assert accessed(stream, said.id) == clock.now
+    assert accessed(stream, greeting.id) == greeting.last_accessed_at
 
 
 def test_an_hour_is_broken_into_minutes_on_demand(stream: MemoryStream, clock: Clock) -> None:
