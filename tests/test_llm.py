@@ -209,7 +209,32 @@ def test_background_work_gets_its_own_local_server(fast_settings: Settings) -> N
             max_tokens=16,
         )
         assert isinstance(rating["rating"], int)
+        # Every thread of the background server computes only while the cores are free; the
+        # conversation's server keeps the normal priority.
+        assert runtime.background_server is not None and runtime.server is not None
+        assert thread_policies(runtime.background_server.pid) == {os.SCHED_IDLE}
+        assert thread_policies(runtime.server.pid) == {os.SCHED_OTHER}
+        # Each server is a session, so an autogroup, of its own: the group yields too.
+        assert autogroup_nice(runtime.background_server.pid) in (19, None)
+        assert autogroup_nice(runtime.server.pid) in (0, None)
     assert server_children() == servers_before, "both servers stop with the runtime"
+
+
+def autogroup_nice(pid: int | None) -> int | None:
+    """The nice value of the process's autogroup ("/autogroup-40 nice 19"); None where the
+    kernel has no autogroups."""
+    try:
+        return int(Path(f"/proc/{pid}/autogroup").read_text().split()[-1])
+    except FileNotFoundError:
+        return None
+
+
+def thread_policies(pid: int | None) -> set[int]:
+    """The scheduling policy of each of the process's threads (llama.cpp's workers too)."""
+    assert pid is not None
+    threads = [int(tid) for tid in os.listdir(f"/proc/{pid}/task")]
+    assert len(threads) > 2
+    return {os.sched_getscheduler(tid) for tid in threads}
 
 
 def test_external_endpoint_gets_json_schema_format(tmp_path: Path) -> None:
@@ -329,3 +354,15 @@ def test_cancelling_a_structured_request_raises_at_once() -> None:
         with pytest.raises(LLMCancelled, match="cancelled"):
             LLMClient(Endpoint(url, "scripted")).complete_json([], {}, cancel=cancel)
         assert time.monotonic() - started < 3, "well before the 6 s the reply would take"
+
+
+def test_the_server_child_reads_its_own_options_before_the_servers() -> None:
+    from assistant.llm import server_child
+
+    for wrong in (["1"], ["1", "--idle"], ["1", "--idle", "--model"], ["1", "--fast", "--"]):
+        with pytest.raises(SystemExit, match="usage"):
+            server_child.main(wrong)
+    # Another parent than the one named: it exits at once, before starting anything.
+    with pytest.raises(SystemExit) as ended:
+        server_child.main([str(os.getppid() + 1), "--idle", "--", "--model", "m.gguf"])
+    assert ended.value.code == 0

@@ -56,16 +56,19 @@ class LLMRuntime:
 
     def start_background(self) -> LLMClient:
         """A client for background work (importance ratings, reflection). For the local
-        model, a second server on the same weights (mapped, so shared in memory): the server
-        keeps the state of one prompt only, and a rating sent to the conversation's server
-        would make the next turn read its whole prompt again (docs/BENCHMARKS.md). Other
-        endpoints take both kinds of request on one client."""
+        model, a second server on the same weights (mapped, so shared in memory) at the lowest
+        CPU priority: the server keeps the state of one prompt only, and a rating sent to the
+        conversation's server would make the next turn read its whole prompt again
+        (docs/BENCHMARKS.md); at idle priority it leaves the cores to a reply. Other endpoints
+        take both kinds of request on one client."""
         if self.client is None:
             raise LLMServerError("the LLM is not started")
         if self.server is None:
             return self.client
         if self.background_client is None:
-            self.background_server = self._server("llm-server-background.log", None)
+            self.background_server = self._server(
+                "llm-server-background.log", None, idle_priority=True
+            )
             if self._closed:
                 raise LLMServerError("the app is shutting down")
             endpoint = Endpoint(
@@ -76,7 +79,9 @@ class LLMRuntime:
             self.background_client = self._client(endpoint)
         return self.background_client
 
-    def _server(self, log_name: str, on_status: StatusCallback | None) -> LocalLLMServer:
+    def _server(
+        self, log_name: str, on_status: StatusCallback | None, idle_priority: bool = False
+    ) -> LocalLLMServer:
         llm = self.settings.llm
         paths = self.models.llm()
         return LocalLLMServer(
@@ -88,6 +93,7 @@ class LLMRuntime:
                 startup_timeout_s=llm.startup_timeout_s,
                 max_restarts=llm.max_restarts,
                 log_path=self.settings.log_dir / log_name,
+                idle_priority=idle_priority,
             ),
             on_status=on_status,
         )

@@ -84,6 +84,8 @@ class ServerOptions:
     startup_timeout_s: float = 180.0
     max_restarts: int = 3
     log_path: Path | None = None
+    # Compute only while the cores are free (server_child's --idle): for background work.
+    idle_priority: bool = False
 
 
 class LocalLLMServer:
@@ -145,6 +147,7 @@ class LocalLLMServer:
             "-m",
             "assistant.llm.server_child",
             str(os.getpid()),
+            *(["--idle"] if options.idle_priority else []),
             "--",
             "--model",
             str(options.gguf),
