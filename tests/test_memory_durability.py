@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import queue
 import random
 import signal
 import subprocess
@@ -21,12 +22,13 @@ from memory.locking import WriteLock
 from memory.stream import MemoryStream
 from tests.conftest import REPO
 
-# Each round starts a process that loads the embedder (~3 s on 2 cores): 20 random kill
-# moments, not more, keep this test near a minute.
-ROUNDS = 8
+# Adders forked from one process that has done its imports: a round costs the opening of
+# the store and a random wait, well under a second.
+ROUNDS = 50
 
 
-def adder(data_dir: Path, settings: Settings, label: str, count: int) -> subprocess.Popen[str]:
+def adders(data_dir: Path, settings: Settings) -> subprocess.Popen[str]:
+    """tests/helpers/add_memories.py: one adder process forked per line written to it."""
     paths = ProfileModels(settings).embedder()
     return subprocess.Popen(
         [
@@ -36,10 +38,9 @@ def adder(data_dir: Path, settings: Settings, label: str, count: int) -> subproc
             str(data_dir),
             str(paths.model),
             str(paths.tokenizer),
-            label,
-            str(count),
         ],
         cwd=REPO,
+        stdin=subprocess.PIPE,
         stdout=subprocess.PIPE,
         text=True,
     )
@@ -50,22 +51,42 @@ def test_sigkill_at_random_moments_loses_no_acknowledged_record(
     tmp_path: Path, fast_settings: Settings, embedder: OnnxSentenceEmbedder
 ) -> None:
     data_dir = tmp_path / "data"
+    forker = adders(data_dir, fast_settings)
+    assert forker.stdin is not None and forker.stdout is not None
+    lines: queue.Queue[str] = queue.Queue()
+    output = forker.stdout
+
+    def read() -> None:
+        for line in output:
+            lines.put(line.strip())
+
+    threading.Thread(target=read, daemon=True).start()
+
+    def next_line() -> str:
+        return lines.get(timeout=60)
+
     acknowledged: list[str] = []
+    killed_after_some = 0
     chance = random.Random(20261121)
-    for round_number in range(ROUNDS):
-        process = adder(data_dir, fast_settings, f"round {round_number}", 10_000)
-        assert process.stdout is not None
-        assert process.stdout.readline().strip() == "ready"
-        deadline = time.monotonic() + chance.uniform(0.05, 0.6)
-        lines: list[str] = []
-        reader = threading.Thread(target=lines.extend, args=(iter(process.stdout.readline, ""),))
-        reader.start()
-        time.sleep(max(0.0, deadline - time.monotonic()))
-        process.send_signal(signal.SIGKILL)
-        process.wait()
-        reader.join()
-        acknowledged.extend(line.strip() for line in lines if line.strip())
-    assert len(acknowledged) > ROUNDS, "the adders should have acknowledged records"
+    try:
+        for round_number in range(ROUNDS):
+            forker.stdin.write(f"round {round_number} 10000\n")
+            forker.stdin.flush()
+            ready = next_line()
+            assert ready.startswith("ready "), ready
+            adder = int(ready.split()[1])
+            time.sleep(chance.uniform(0.05, 0.6))
+            os.kill(adder, signal.SIGKILL)
+            this_round = []
+            while (line := next_line()) != f"ended {adder}":
+                this_round.append(line)
+            acknowledged.extend(this_round)
+            killed_after_some += bool(this_round)
+    finally:
+        forker.stdin.close()
+        forker.wait(timeout=30)
+    # Most adders were killed in the middle of adding, not before their first record.
+    assert killed_after_some > ROUNDS // 2, (killed_after_some, len(acknowledged))
     stream = MemoryStream(data_dir, embedder)
     found = {r.id for r in stream.get_many(acknowledged)}
     missing = [i for i in acknowledged if i not in found]
@@ -80,7 +101,10 @@ def test_concurrent_writers_lose_no_update(
     data_dir = tmp_path / "data"
     stream = MemoryStream(data_dir, embedder)
     seeded = [stream.add(f"seed memory number {i} on subject {i}", importance=1) for i in range(8)]
-    other_process = adder(data_dir, fast_settings, "other process", 15)
+    other_process = adders(data_dir, fast_settings)
+    assert other_process.stdin is not None and other_process.stdout is not None
+    other_process.stdin.write("other process 15\n")
+    other_process.stdin.close()
     errors: list[BaseException] = []
     added: list[str] = []
 
@@ -106,9 +130,11 @@ def test_concurrent_writers_lose_no_update(
         thread.start()
     for thread in threads:
         thread.join()
-    other_output, _ = other_process.communicate(timeout=120)
+    other_output = other_process.stdout.read().split("\n")
+    assert other_process.wait(timeout=120) == 0
     assert errors == []
-    other_ids = [line for line in other_output.split()[1:]]
+    assert other_output[0].startswith("ready ") and other_output[-2].startswith("ended ")
+    other_ids = other_output[1:-2]
     assert len(other_ids) == 15 and len(added) == 18
     fresh = MemoryStream(data_dir, embedder)
     assert len(fresh.get_many(added + other_ids)) == 33
