@@ -24,9 +24,14 @@ on the runtime's background server (through the gate that holds ratings back whi
 written); the next turn starts once the ratings are done, as if the user took that long to
 answer.
 
+``least_new_prompt_tokens`` is, per turn, what any prompt layout must read anew: the memories
+retrieved for the message as the agent shows them and the message itself, counted with the
+model's own vocabulary (the floor of the reading before the first token).
+
 ``--json`` prints ``{"<profile>": {"first_token_ms": {"p50", "p95"}, "first_sentence_ms":
 {"p50", "p95"}, "cache_speedup", "defeated": {...the same two figures...}, "turns",
-"replied"}}``; otherwise a table. Progress goes to stderr.
+"replied", "least_new_prompt_tokens": {"p50", "p95"}}}``; otherwise a table. Progress goes to
+stderr.
 """
 
 from __future__ import annotations
@@ -177,6 +182,36 @@ def converse(
     return timing
 
 
+def least_new_tokens(settings: Any, folder: Path, count: Any, turns: int) -> list[int]:
+    """Per turn, the prompt tokens no layout can spare: the memories retrieved for the
+    message (as the agent retrieves and shows them) and the message itself, each with its
+    chat-template overhead, counted as ``count`` (the model's own counter) counts them."""
+    from assistant.agent.agent import AgentConfig
+    from assistant.agent.context import MESSAGE_OVERHEAD_TOKENS
+    from assistant.agent.tools import describe_memory
+    from benchmarks.retrieval_scale import real_embedder
+    from memory.stream import MemoryStream
+
+    config = AgentConfig(retrieved_memories=settings.agent.retrieved_memories)
+    stream = MemoryStream(folder, real_embedder())
+    try:
+        tokens = []
+        for text in itertools.islice(itertools.cycle(CONVERSATION), turns):
+            found = stream.retrieve(
+                text,
+                k=config.retrieved_memories,
+                weights=config.retrieval_weights,
+                touch=False,
+            )
+            block = "Relevant memories (retrieved for this message):\n" + "\n".join(
+                describe_memory(m.record) for m in found
+            )
+            tokens.append(count(block) + count(text) + 2 * MESSAGE_OVERHEAD_TOKENS)
+        return tokens
+    finally:
+        stream.close()
+
+
 def bench_profile(profile: str, turns: int, memories: int) -> dict[str, Any]:
     from assistant.config import load_config
     from assistant.llm.runtime import LLMRuntime
@@ -190,6 +225,7 @@ def bench_profile(profile: str, turns: int, memories: int) -> dict[str, Any]:
         runtime = LLMRuntime(settings)
         with runtime as client:
             background = runtime.start_background()
+            floor = least_new_tokens(settings, base, client.count_tokens, turns)
             results = {}
             for defeat in (False, True):
                 folder = Path(scratch) / ("defeated" if defeat else "cached")
@@ -207,23 +243,27 @@ def bench_profile(profile: str, turns: int, memories: int) -> dict[str, Any]:
         },
         "turns": turns,
         "replied": cached.replied,
+        "least_new_prompt_tokens": percentiles([float(t) for t in floor]),
     }
 
 
 def table(report: dict[str, dict[str, Any]]) -> str:
     lines = [
         "| profile | first token p50 / p95 ms | first sentence p50 / p95 ms | "
-        "defeated: first sentence p50 / p95 ms | cache speedup | replied |",
-        "| --- | --- | --- | --- | --- | --- |",
+        "defeated: first sentence p50 / p95 ms | cache speedup | replied | "
+        "least new prompt tokens p50 / p95 |",
+        "| --- | --- | --- | --- | --- | --- | --- |",
     ]
     for profile, figures in report.items():
         token, sentence = figures["first_token_ms"], figures["first_sentence_ms"]
         defeated = figures["defeated"]["first_sentence_ms"]
+        floor = figures["least_new_prompt_tokens"]
         lines.append(
             f"| {profile} | {token['p50']:.0f} / {token['p95']:.0f} | "
             f"{sentence['p50']:.0f} / {sentence['p95']:.0f} | "
             f"{defeated['p50']:.0f} / {defeated['p95']:.0f} | "
-            f"{figures['cache_speedup']:.2f}x | {figures['replied']}/{figures['turns']} |"
+            f"{figures['cache_speedup']:.2f}x | {figures['replied']}/{figures['turns']} | "
+            f"{floor['p50']:.0f} / {floor['p95']:.0f} |"
         )
     return "\n".join(lines)
 
