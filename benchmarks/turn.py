@@ -188,7 +188,7 @@ def least_new_tokens(settings: Any, folder: Path, count: Any, turns: int) -> lis
     chat-template overhead, counted as ``count`` (the model's own counter) counts them."""
     from assistant.agent.agent import AgentConfig
     from assistant.agent.context import MESSAGE_OVERHEAD_TOKENS
-    from assistant.agent.tools import describe_memory
+    from assistant.agent.tools import memories_block
     from benchmarks.retrieval_scale import real_embedder
     from memory.stream import MemoryStream
 
@@ -203,9 +203,7 @@ def least_new_tokens(settings: Any, folder: Path, count: Any, turns: int) -> lis
                 weights=config.retrieval_weights,
                 touch=False,
             )
-            block = "Relevant memories (retrieved for this message):\n" + "\n".join(
-                describe_memory(m.record) for m in found
-            )
+            block = memories_block([m.record for m in found])
             tokens.append(count(block) + count(text) + 2 * MESSAGE_OVERHEAD_TOKENS)
         return tokens
     finally:

@@ -28,8 +28,8 @@ from assistant.agent.tools import (
     Tool,
     action_schema,
     by_name,
-    describe_memory,
     describe_tools,
+    memories_block,
     native_tools,
 )
 from assistant.llm.cancellable import cancellable
@@ -453,11 +453,8 @@ class Agent:
         except (ValueError, MemoryRequestError, OSError) as error:
             log.warning("memory retrieval failed: %s", error)
             return ""
-        shown = [m for m in found if m.record.id not in in_view][:wanted]
-        if not shown:
-            return ""
-        lines = [describe_memory(m.record) for m in shown]
-        return "Relevant memories (retrieved for this message):\n" + "\n".join(lines)
+        shown = [m.record for m in found if m.record.id not in in_view][:wanted]
+        return memories_block(shown)
 
     # Records
 

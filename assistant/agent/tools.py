@@ -139,6 +139,14 @@ def describe_memory(record: MemoryRecord) -> str:
     return f"- ({record.created_at.date().isoformat()}) {_snippet(record.text)}"
 
 
+def memories_block(records: Sequence[MemoryRecord]) -> str:
+    """The memories retrieved for an event, as the prompt shows them ("" for none)."""
+    if not records:
+        return ""
+    lines = [describe_memory(record) for record in records]
+    return "Relevant memories (retrieved for this message):\n" + "\n".join(lines)
+
+
 def _snippet(text: str) -> str:
     text = " ".join(text.split())
     return text if len(text) <= SNIPPET_CHARS else text[: SNIPPET_CHARS - 1] + "…"

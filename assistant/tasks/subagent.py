@@ -129,6 +129,7 @@ class SubAgent:
     ) -> None:
         self.record = record
         self.llm = llm
+        self._count_tokens = counter_of(llm)
         self.workspace = workspace
         self.save = save
         self.budget = budget
@@ -260,7 +261,7 @@ class SubAgent:
         for attempt in range(1, self.budget.attempts + 1):
             self._check_cancel()
             record.cost.llm_calls += 1
-            record.cost.prompt_tokens += sum(counter_of(self.llm)(m["content"]) for m in messages)
+            record.cost.prompt_tokens += sum(self._count_tokens(m["content"]) for m in messages)
             try:
                 reply = self.llm.complete_json(
                     messages, schema, max_tokens=REPLY_TOKENS, cancel=self.cancel
@@ -276,7 +277,7 @@ class SubAgent:
                 continue
             except LLMError as error:
                 return str(error)
-            record.cost.completion_tokens += counter_of(self.llm)(
+            record.cost.completion_tokens += self._count_tokens(
                 json.dumps(reply, ensure_ascii=False)
             )
             return reply
