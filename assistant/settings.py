@@ -25,6 +25,7 @@ JsonMode = Literal["auto", "json_object_schema", "json_schema", "json_object"]
 ToolCalling = Literal["auto", "native", "json_action"]
 VoiceMode = Literal["always", "push_to_talk", "muted"]
 SpeakReplies = Literal["spoken", "always", "never"]
+LocalServer = Literal["llama-server", "llama-cpp-python"]
 
 
 def default_data_dir() -> Path:
@@ -56,7 +57,29 @@ class LLMSettings(Section):
     model_path: Path | None = Field(
         None, description="Your own GGUF for the local server instead of the profile's."
     )
-    context_window: int = Field(4096, ge=512, le=1_048_576, description="Context size (tokens).")
+    # 16k keeps compaction rare: the KV cache costs 12 KB a token on the fast model, 28 KB on
+    # the quality one (docs/BENCHMARKS.md, "llama-server").
+    context_window: int = Field(16384, ge=512, le=1_048_576, description="Context size (tokens).")
+    server: LocalServer = Field(
+        "llama-server",
+        description="Which server runs the local model: llama.cpp's own llama-server (built "
+        "by the install step; reuses cached prompt chunks and keeps the conversation's cache "
+        "across restarts) or llama-cpp-python's.",
+    )
+    server_binary: Path | None = Field(
+        None,
+        description="The llama-server binary. Empty: the one installed beside the app's Python, "
+        "else llama-server on PATH.",
+    )
+    cache_reuse: int = Field(
+        256,
+        ge=0,
+        description="llama-server: the fewest cached prompt tokens worth shifting into place "
+        "after a change earlier in the prompt (0: reuse the common prefix only).",
+    )
+    kv_cache_type: Literal["f16", "q8_0"] = Field(
+        "f16", description="llama-server: how the KV cache stores keys and values."
+    )
     threads: int = Field(2, ge=1, le=256, description="CPU threads for the local server.")
     timeout_s: float = Field(120.0, gt=0, description="Seconds to wait for one LLM request.")
     startup_timeout_s: float = Field(
@@ -283,6 +306,12 @@ class Settings(Section):
     @property
     def log_dir(self) -> Path:
         return self.cache_dir / "logs"
+
+    @property
+    def llm_slots_dir(self) -> Path:
+        """Where llama-server saves the conversation's KV cache (rebuilt by reading the prompt
+        again when missing)."""
+        return self.cache_dir / "llm-slots"
 
 
 SECRET_KEYS = frozenset({"llm.api_key"})

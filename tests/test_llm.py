@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import signal
@@ -14,10 +15,12 @@ from pathlib import Path
 
 import pytest
 
+from assistant.agent.context import ahead_of_a_turn
 from assistant.llm.client import (
     Endpoint,
     LLMCancelled,
     LLMClient,
+    LLMContextOverflow,
     LLMReplyError,
     LLMUnavailable,
 )
@@ -215,8 +218,10 @@ def test_background_work_gets_its_own_local_server(fast_settings: Settings) -> N
         assert thread_policies(runtime.background_server.pid) == {os.SCHED_IDLE}
         assert thread_policies(runtime.server.pid) == {os.SCHED_OTHER}
         # Each server is a session, so an autogroup, of its own: the group yields too.
-        assert autogroup_nice(runtime.background_server.pid) in (19, None)
-        assert autogroup_nice(runtime.server.pid) in (0, None)
+        for process in process_tree(runtime.background_server.pid or 0):
+            assert autogroup_nice(process) in (19, None)
+        for process in process_tree(runtime.server.pid or 0):
+            assert autogroup_nice(process) in (0, None)
     assert server_children() == servers_before, "both servers stop with the runtime"
 
 
@@ -229,10 +234,24 @@ def autogroup_nice(pid: int | None) -> int | None:
         return None
 
 
+def process_tree(pid: int) -> list[int]:
+    """``pid`` and every process beneath it."""
+    tree, index = [pid], 0
+    while index < len(tree):
+        for task in os.listdir(f"/proc/{tree[index]}/task"):
+            children = Path(f"/proc/{tree[index]}/task/{task}/children").read_text().split()
+            tree += [int(child) for child in children]
+        index += 1
+    return tree
+
+
 def thread_policies(pid: int | None) -> set[int]:
-    """The scheduling policy of each of the process's threads (llama.cpp's workers too)."""
+    """The scheduling policy of each thread of the server's processes (the watchdog and
+    llama-server beneath it, llama.cpp's workers included)."""
     assert pid is not None
-    threads = [int(tid) for tid in os.listdir(f"/proc/{pid}/task")]
+    threads = [
+        int(tid) for process in process_tree(pid) for tid in os.listdir(f"/proc/{process}/task")
+    ]
     assert len(threads) > 2
     return {os.sched_getscheduler(tid) for tid in threads}
 
@@ -366,3 +385,105 @@ def test_the_server_child_reads_its_own_options_before_the_servers() -> None:
     with pytest.raises(SystemExit) as ended:
         server_child.main([str(os.getppid() + 1), "--idle", "--", "--model", "m.gguf"])
     assert ended.value.code == 0
+
+
+def test_the_runtime_runs_llama_server_unless_told_otherwise(tmp_path: Path) -> None:
+    settings = make_settings("fast", tmp_path / "data", tmp_path / "cache")
+    assert LLMRuntime(settings).server_name == "llama-server", "built by the install step"
+    python = make_settings(
+        "fast", tmp_path / "data", tmp_path / "cache", **{"llm.server": "llama-cpp-python"}
+    )
+    assert LLMRuntime(python).server_name == "llama-cpp-python"
+    missing = make_settings(
+        "fast",
+        tmp_path / "data",
+        tmp_path / "cache",
+        **{"llm.server_binary": str(tmp_path / "no-such-llama-server")},
+    )
+    assert LLMRuntime(missing).server_name == "llama-cpp-python", "falls back, still works"
+
+
+@pytest.mark.slow
+def test_the_conversation_cache_survives_a_restart(fast_gguf: Path, tmp_path: Path) -> None:
+    """llama-server saves the conversation slot's KV cache when the runtime stops and restores
+    it at the next start: the first turn after a restart reads only its new message."""
+    settings = make_settings("fast", tmp_path / "data", tmp_path / "cache")
+    conversation = [
+        {"role": "system", "content": "You are Brain OS. " + "Keep replies short. " * 60},
+        {"role": "user", "content": "My sister Beatrix lives in Porto."},
+    ]
+    runtime = LLMRuntime(settings)
+    with runtime as client:
+        client.complete(conversation, max_tokens=4)
+        assert "".join(client.stream(conversation, max_tokens=4))
+        assert client.last_reading is not None and client.last_reading.cached > 200
+    saved = list(settings.llm_slots_dir.iterdir())
+    assert [path.suffix for path in saved] == [".bin"] and saved[0].stat().st_size > 0
+    runtime = LLMRuntime(settings)
+    with runtime as client:
+        asked = [*conversation, {"role": "assistant", "content": "Noted."}]
+        asked.append({"role": "user", "content": "Where does she live?"})
+        assert "".join(client.stream(asked, max_tokens=4))
+        reading = client.last_reading
+        assert reading is not None and reading.cached > 200, "restored, not read again"
+        assert reading.read < 40, f"only the new messages are read: {reading}"
+
+
+@pytest.mark.slow
+def test_llama_server_reuses_the_cache_after_messages_left_the_middle(
+    fast_settings: Settings,
+) -> None:
+    """--cache-reuse: after messages early in the prompt are taken out, the cached chunks
+    after them are shifted into place instead of being read again (new text in their place
+    would be read, and everything after it: see the next test for that case)."""
+    runtime = LLMRuntime(fast_settings)
+    head = {"role": "system", "content": "You are Brain OS."}
+    tail = [
+        {"role": "user", "content": f"Fact {n}: " + "the cat sat on the mat. " * 12}
+        for n in range(6)
+    ]
+    with runtime as client:
+        old = [
+            {"role": "user", "content": f"Old {n}: " + "it rained all day. " * 10} for n in range(3)
+        ]
+        "".join(client.stream([head, *old, *tail], max_tokens=1))
+        "".join(client.stream([head, *tail], max_tokens=1))
+        reading = client.last_reading
+        assert reading is not None and reading.cached > 4 * reading.read, reading
+
+
+@pytest.mark.slow
+def test_a_prompt_read_on_the_background_server_is_handed_to_the_conversations(
+    fast_settings: Settings, tmp_path: Path
+) -> None:
+    """After a compaction the background server reads the new prompt and the conversation's
+    server loads its KV cache: the next turn reads only its own message."""
+    settings = make_settings("fast", tmp_path / "data", tmp_path / "cache")
+    runtime = LLMRuntime(settings)
+    prompt = [
+        {"role": "system", "content": "You are Brain OS. " + "Keep replies short. " * 40},
+        {"role": "system", "content": "Summary of earlier conversation:\nSam lives in Leeds."},
+        *[{"role": "user", "content": f"Fact {n}: the cat sat on the mat."} for n in range(12)],
+    ]
+    with runtime as client:
+        client.complete([{"role": "user", "content": "Something else entirely."}], max_tokens=1)
+        runtime.start_background()
+        handoff = runtime.handoff(contextlib.nullcontext)
+        assert handoff is not None
+        assert handoff.prepare(ahead_of_a_turn(prompt))
+        assert handoff.adopt()
+        asked = [*prompt, {"role": "user", "content": "Where does Sam live?"}]
+        assert "".join(client.stream(asked, max_tokens=2))
+        reading = client.last_reading
+        assert reading is not None and reading.cached > 300 and reading.read < 30, reading
+
+
+@pytest.mark.slow
+def test_a_prompt_too_long_for_llama_server_is_a_context_overflow(
+    fast_gguf: Path, tmp_path: Path
+) -> None:
+    settings = make_settings(
+        "fast", tmp_path / "data", tmp_path / "cache", **{"llm.context_window": "512"}
+    )
+    with LLMRuntime(settings) as client, pytest.raises(LLMContextOverflow):
+        client.complete([{"role": "user", "content": "word " * 2000}], max_tokens=4)

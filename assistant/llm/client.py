@@ -44,7 +44,13 @@ class LLMCancelled(LLMError):
 
 
 # How servers word a prompt that is too long (llama.cpp, OpenAI, vLLM).
-_OVERFLOW_WORDS = ("context window", "context length", "maximum context", "too many tokens")
+_OVERFLOW_WORDS = (
+    "context window",
+    "context length",
+    "context size",
+    "maximum context",
+    "too many tokens",
+)
 
 
 @dataclass(frozen=True)
@@ -66,6 +72,15 @@ class ToolCallDelta:
 
 
 StreamDelta = TextDelta | ToolCallDelta
+
+
+@dataclass(frozen=True)
+class PromptReading:
+    """How much of a request's prompt the server read anew and how much it took from its
+    cache (llama-server says so in its reply's ``timings``; other servers do not)."""
+
+    read: int
+    cached: int
 
 
 @dataclass(frozen=True)
@@ -102,6 +117,8 @@ class LLMClient:
         self.tool_calling: ToolCalling = tool_calling
         if tool_calling == "auto":
             self.tool_calling = "json_action" if endpoint.is_local else "native"
+        # The last streamed request's prompt reading, where the server reports it.
+        self.last_reading: PromptReading | None = None
         self._client = openai.OpenAI(
             base_url=endpoint.base_url,
             # Local servers and some proxies need no key, but the client insists on one.
@@ -220,9 +237,15 @@ class LLMClient:
 
     def _deltas(self, messages: Sequence[Message], **options: Any) -> Iterator[Any]:
         """The streamed reply's deltas (the first choice's), failures described."""
+        self.last_reading = None
         chunks = self._create(messages, stream=True, **options)
         try:
             for chunk in chunks:
+                timings = (getattr(chunk, "model_extra", None) or {}).get("timings")
+                if isinstance(timings, dict) and "prompt_n" in timings:
+                    self.last_reading = PromptReading(
+                        int(timings["prompt_n"]), int(timings.get("cache_n", 0))
+                    )
                 if chunk.choices:
                     yield chunk.choices[0].delta
         except openai.APIError as error:

@@ -125,6 +125,13 @@ class BackgroundLLM:
                 log.info("a reply started: the background request waits and is asked again")
 
     @contextmanager
+    def exclusive(self) -> Iterator[None]:
+        """The background server to oneself: no other background request runs meanwhile
+        (raises :class:`LLMCancelled` if the service closes while waiting)."""
+        with self._turn(self.gate.closing):
+            yield
+
+    @contextmanager
     def _turn(self, abandon: threading.Event) -> Iterator[None]:
         """This request's turn at the background server (waiting for it can be abandoned)."""
         while not self.gate.background.acquire(timeout=CANCEL_POLL_S):

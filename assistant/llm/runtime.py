@@ -2,11 +2,33 @@
 
 from __future__ import annotations
 
+import logging
+import shutil
+import sys
+from collections.abc import Callable
+from contextlib import AbstractContextManager
+from pathlib import Path
+
 from assistant.llm.client import Endpoint, LLMClient
 from assistant.llm.server import LLMServerError, LocalLLMServer, ServerOptions, StatusCallback
+from assistant.llm.slots import PromptHandoff, SlotCache, SlotResult, slot_file_name
 from assistant.llm.tokens import TokenCounter, estimate_tokens, vocabulary_counter
 from assistant.model_paths import ProfileModels
 from assistant.settings import Settings
+
+log = logging.getLogger(__name__)
+
+
+def llama_server_binary(configured: Path | None) -> Path | None:
+    """llama.cpp's server: the configured binary, else the one the install step put beside
+    the app's Python, else one on PATH; None when there is none."""
+    if configured is not None:
+        return configured if configured.is_file() else None
+    beside = Path(sys.executable).parent / "llama-server"
+    if beside.is_file():
+        return beside
+    found = shutil.which("llama-server")
+    return Path(found) if found else None
 
 
 class LLMRuntime:
@@ -27,6 +49,25 @@ class LLMRuntime:
         self.background_client: LLMClient | None = None
         self._counter: TokenCounter | None = None
         self._closed = False
+        self._binary: Path | None = None
+        # The servers' saved KV caches (llama-server only).
+        self.slots: SlotCache | None = None
+        self.background_slots: SlotCache | None = None
+        if settings.llm.server == "llama-server" and not settings.llm.base_url:
+            self._binary = llama_server_binary(settings.llm.server_binary)
+            if self._binary is None:
+                log.warning(
+                    "llama-server not found (run `make run` to build it); using "
+                    "llama-cpp-python's server, which re-reads more of each prompt"
+                )
+
+    @property
+    def server_name(self) -> str:
+        """Which local server runs the model ("llama-server" or "llama-cpp-python"); the
+        endpoint's URL for a remote one."""
+        if self.settings.llm.base_url:
+            return self.settings.llm.base_url
+        return "llama-server" if self._binary is not None else "llama-cpp-python"
 
     def describe(self) -> str:
         """Which model and endpoint, before anything has been started."""
@@ -47,12 +88,27 @@ class LLMRuntime:
         if llm.base_url:
             endpoint = Endpoint(llm.base_url, llm.model or "default", llm.api_key, is_local=False)
         else:
-            self.server = self._server("llm-server.log", self.on_status)
+            self.server = self._server(
+                "llm-server.log", self.on_status, slot_dir=self.settings.llm_slots_dir
+            )
             if self._closed:
                 raise LLMServerError("the app is shutting down")
             endpoint = Endpoint(self.server.start(), self.server.options.model_alias, is_local=True)
+            if self.server.options.slot_dir is not None:
+                self.slots = SlotCache(endpoint.base_url, self._slot_file("conversation"))
+                restored = self.slots.restore()
+                if restored.ok:
+                    log.info(
+                        "restored the conversation's KV cache: %d tokens in %.2f s",
+                        restored.tokens,
+                        restored.seconds,
+                    )
         self.client = self._client(endpoint)
         return self.client
+
+    def save_conversation(self) -> SlotResult:
+        """Save the conversation server's KV cache, for the next start (llama-server only)."""
+        return self.slots.save() if self.slots is not None else SlotResult(False)
 
     def start_background(self) -> LLMClient:
         """A client for background work (importance ratings, reflection). For the local
@@ -66,8 +122,12 @@ class LLMRuntime:
         if self.server is None:
             return self.client
         if self.background_client is None:
+            # The same slot folder: a prompt it reads can be handed to the conversation's.
             self.background_server = self._server(
-                "llm-server-background.log", None, idle_priority=True
+                "llm-server-background.log",
+                None,
+                idle_priority=True,
+                slot_dir=self.settings.llm_slots_dir,
             )
             if self._closed:
                 raise LLMServerError("the app is shutting down")
@@ -77,10 +137,37 @@ class LLMRuntime:
                 is_local=True,
             )
             self.background_client = self._client(endpoint)
+            if self.background_server.options.slot_dir is not None:
+                self.background_slots = SlotCache(endpoint.base_url, self._slot_file("prepared"))
         return self.background_client
 
+    def handoff(
+        self, exclusive: Callable[[], AbstractContextManager[object]]
+    ) -> PromptHandoff | None:
+        """Prompts read ahead on the background server for the conversation's (both
+        llama-server, both started); None otherwise. ``exclusive`` holds other background
+        requests off while one is read and saved."""
+        if self.background_client is None or self.background_slots is None or self.slots is None:
+            return None
+        return PromptHandoff(
+            self.background_client,
+            self.background_slots,
+            self.slots,
+            exclusive,
+            self.background_slots.file_name,
+        )
+
+    def _slot_file(self, purpose: str) -> str:
+        llm = self.settings.llm
+        alias = llm.model or self.models.llm().name
+        return slot_file_name(f"{purpose}-{alias}", llm.context_window, llm.kv_cache_type)
+
     def _server(
-        self, log_name: str, on_status: StatusCallback | None, idle_priority: bool = False
+        self,
+        log_name: str,
+        on_status: StatusCallback | None,
+        idle_priority: bool = False,
+        slot_dir: Path | None = None,
     ) -> LocalLLMServer:
         llm = self.settings.llm
         paths = self.models.llm()
@@ -94,6 +181,10 @@ class LLMRuntime:
                 max_restarts=llm.max_restarts,
                 log_path=self.settings.log_dir / log_name,
                 idle_priority=idle_priority,
+                binary=self._binary,
+                slot_dir=slot_dir if self._binary is not None else None,
+                cache_reuse=llm.cache_reuse,
+                kv_cache_type=llm.kv_cache_type,
             ),
             on_status=on_status,
         )
@@ -115,6 +206,9 @@ class LLMRuntime:
         return self._counter
 
     def stop(self) -> None:
+        if self.slots is not None and self.server is not None:
+            self.save_conversation()
+        self.slots = self.background_slots = None
         for client in (self.background_client, self.client):
             if client is not None:
                 client.close()

@@ -1,5 +1,10 @@
 """The local llama.cpp server: started on a free loopback port, supervised, always stopped.
 
+Two servers can run the same GGUF: llama.cpp's own C++ ``llama-server`` (built in the install
+step; the default), or llama-cpp-python's Python server (``llm.server``, or where the binary is
+missing). Only ``llama-server`` reuses cached prompt chunks after a change (``--cache-reuse``)
+and saves a slot's KV cache to disk (``slot_dir``).
+
 Start-up waits until the server answers through the ``openai`` client. A supervisor thread
 restarts a server that dies on its own (up to ``max_restarts`` times). ``stop`` is idempotent
 and also runs from ``atexit``; the child watches its parent, so SIGKILL of the app leaves no
@@ -86,6 +91,19 @@ class ServerOptions:
     log_path: Path | None = None
     # Compute only while the cores are free (server_child's --idle): for background work.
     idle_priority: bool = False
+    # llama.cpp's llama-server binary; None: llama-cpp-python's server.
+    binary: Path | None = None
+    # llama-server only: where slots' KV caches are saved and restored (None: not at all).
+    slot_dir: Path | None = None
+    # llama-server only: the smallest run of cached tokens worth shifting into place after a
+    # change in the prompt (0: reuse the common prefix only).
+    cache_reuse: int = 256
+    # llama-server only: how the KV cache stores keys and values (f16, q8_0, ...).
+    kv_cache_type: str = "f16"
+
+    @property
+    def server_name(self) -> str:
+        return "llama-server" if self.binary is not None else "llama-cpp-python"
 
 
 class LocalLLMServer:
@@ -112,6 +130,8 @@ class LocalLLMServer:
         server object stays stopped (a stop racing a start must win); make a new one."""
         if not self.options.gguf.exists():
             raise LLMServerError(f"model file {self.options.gguf} does not exist")
+        if self.options.slot_dir is not None:
+            self.options.slot_dir.mkdir(parents=True, exist_ok=True)
         with _live_lock:
             _live_servers.add(self)
         self._launch(fresh_port=True)
@@ -149,6 +169,46 @@ class LocalLLMServer:
             str(os.getpid()),
             *(["--idle"] if options.idle_priority else []),
             "--",
+            *(self._llama_server_arguments() if options.binary else self._python_arguments()),
+        ]
+
+    def _llama_server_arguments(self) -> list[str]:
+        options = self.options
+        assert options.binary is not None
+        slots = ["--slot-save-path", str(options.slot_dir)] if options.slot_dir else []
+        return [
+            str(options.binary.resolve()),
+            "--model",
+            str(options.gguf),
+            "--alias",
+            options.model_alias,
+            "--host",
+            HOST,
+            "--port",
+            str(self._port),
+            "--ctx-size",
+            str(options.context_window),
+            "--threads",
+            str(options.threads),
+            "--threads-batch",
+            str(options.threads),
+            # One conversation a server: one slot, holding the whole window.
+            "--parallel",
+            "1",
+            "--cache-reuse",
+            str(options.cache_reuse),
+            "--cache-type-k",
+            options.kv_cache_type,
+            "--cache-type-v",
+            options.kv_cache_type,
+            "--jinja",
+            "--no-webui",
+            *slots,
+        ]
+
+    def _python_arguments(self) -> list[str]:
+        options = self.options
+        return [
             "--model",
             str(options.gguf),
             "--model_alias",
@@ -263,13 +323,14 @@ class LocalLLMServer:
 
 
 def _terminate(process: subprocess.Popen[bytes]) -> None:
+    """SIGTERM, then SIGKILL after the grace period, to the server's whole process group (it
+    is a session of its own: the watchdog and llama-server beneath it)."""
     if process.poll() is not None:
         return
     with contextlib.suppress(ProcessLookupError):
-        process.send_signal(signal.SIGTERM)
-    try:
+        os.killpg(process.pid, signal.SIGTERM)
+    with contextlib.suppress(subprocess.TimeoutExpired):
         process.wait(timeout=STOP_GRACE_SECONDS)
-    except subprocess.TimeoutExpired:
-        with contextlib.suppress(ProcessLookupError):
-            process.kill()
-        process.wait()
+    with contextlib.suppress(ProcessLookupError):
+        os.killpg(process.pid, signal.SIGKILL)
+    process.wait()

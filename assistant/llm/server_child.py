@@ -1,15 +1,19 @@
-"""Runs llama.cpp's OpenAI-compatible server and exits as soon as its parent process is gone.
+"""Runs the local LLM server and exits as soon as its parent process is gone.
 
-``python -m assistant.llm.server_child PARENT_PID [--idle] -- <llama_cpp.server arguments>``
+``python -m assistant.llm.server_child PARENT_PID [--idle] -- <server command or arguments>``
+
+After ``--`` comes either a command to run (llama.cpp's own ``llama-server`` binary and its
+arguments: the first word is an absolute path), or the arguments of llama-cpp-python's server,
+which then runs in this process.
 
 The parent stops the server on every orderly exit path; this watchdog covers the disorderly
 one (the parent killed with SIGKILL), so no server is ever left behind holding gigabytes.
 
 ``--idle`` runs the server at the lowest CPU priority there is (see ``lowest_priority``), set
-before any of its threads exist so all of them inherit it: the background server then
-computes only while the cores are free. Closing a background request's stream does not stop
-the server reading its prompt (several seconds on 2 cores), and on the same cores as the
-conversation's server that reading halved the speed of the reply that had asked it to give
+before any of its threads or its process exist so all of them inherit it: the background
+server then computes only while the cores are free. Closing a background request's stream does
+not stop the server reading its prompt (several seconds on 2 cores), and on the same cores as
+the conversation's server that reading halved the speed of the reply that had asked it to give
 way.
 """
 
@@ -18,25 +22,23 @@ from __future__ import annotations
 import contextlib
 import os
 import runpy
+import signal
+import subprocess
 import sys
 import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 POLL_SECONDS = 0.25
-
-
-def _exit_when_orphaned(parent_pid: int) -> None:
-    while True:
-        if os.getppid() != parent_pid:
-            os._exit(0)
-        time.sleep(POLL_SECONDS)
+# How long the server gets to exit on SIGTERM once the parent is gone, before SIGKILL.
+ORPHAN_GRACE_SECONDS = 2.0
 
 
 def lowest_priority() -> None:
-    """SCHED_IDLE for this process and the threads it starts later (nice 19 where there is
-    no SCHED_IDLE), and nice 19 for its autogroup. Lowering one's own priority needs no
-    privilege."""
+    """SCHED_IDLE for this process and the threads and processes it starts later (nice 19
+    where there is no SCHED_IDLE), and nice 19 for its autogroup. Lowering one's own priority
+    needs no privilege."""
     if hasattr(os, "SCHED_IDLE"):
         os.sched_setscheduler(0, os.SCHED_IDLE, os.sched_param(0))
     else:
@@ -49,21 +51,54 @@ def lowest_priority() -> None:
         Path("/proc/self/autogroup").write_text("19", encoding="ascii")
 
 
+def _watch_parent(parent_pid: int, on_orphaned: Callable[[], None]) -> None:
+    while os.getppid() == parent_pid:
+        time.sleep(POLL_SECONDS)
+    on_orphaned()
+    os._exit(0)
+
+
+def _run_binary(command: list[str], parent_pid: int) -> int:
+    """Run llama-server as this process's child (same session, so same autogroup and
+    priority); end it when the parent goes, pass SIGTERM and SIGINT on, return its code."""
+    server = subprocess.Popen(command, stdin=subprocess.DEVNULL)
+
+    def end_server() -> None:
+        with contextlib.suppress(ProcessLookupError):
+            server.terminate()
+        try:
+            server.wait(ORPHAN_GRACE_SECONDS)
+        except subprocess.TimeoutExpired:
+            server.kill()
+
+    def forward(signum: int, _frame: object) -> None:
+        with contextlib.suppress(ProcessLookupError):
+            server.send_signal(signum)
+
+    signal.signal(signal.SIGTERM, forward)
+    signal.signal(signal.SIGINT, forward)
+    threading.Thread(target=_watch_parent, args=(parent_pid, end_server), daemon=True).start()
+    return server.wait()
+
+
 def main(argv: list[str]) -> None:
-    usage = "usage: server_child PARENT_PID [--idle] -- <llama_cpp.server arguments>"
+    usage = "usage: server_child PARENT_PID [--idle] -- <server command or arguments>"
     if len(argv) < 2:
         raise SystemExit(usage)
     idle = argv[1] == "--idle"
     rest = argv[2:] if idle else argv[1:]
-    if not rest or rest[0] != "--":
+    if not rest or rest[0] != "--" or len(rest) < 2:
         raise SystemExit(usage)
     parent_pid = int(argv[0])
     if os.getppid() != parent_pid:
         raise SystemExit(0)
     if idle:
         lowest_priority()
-    threading.Thread(target=_exit_when_orphaned, args=(parent_pid,), daemon=True).start()
-    sys.argv = ["llama_cpp.server", *rest[1:]]
+    server_arguments = rest[1:]
+    if os.path.isabs(server_arguments[0]):
+        raise SystemExit(_run_binary(server_arguments, parent_pid))
+    threading.Thread(target=_watch_parent, args=(parent_pid, lambda: None), daemon=True).start()
+    sys.argv = ["llama_cpp.server", *server_arguments]
     runpy.run_module("llama_cpp.server", run_name="__main__", alter_sys=True)
 
 
