@@ -65,7 +65,7 @@ def test_a_reply_streams_and_everything_is_recorded(stores: Stores) -> None:
     assert prompt[-1] == {"role": "user", "content": "Hi, I'm Sam."}
 
 
-def test_tools_chain_and_a_core_memory_edit_changes_the_next_prompt(stores: Stores) -> None:
+def test_tools_chain_and_a_core_memory_edit_is_noted_after_the_step(stores: Stores) -> None:
     llm = ScriptedStream(
         action("core_memory_append", True, label="human", content="Name: Sam."),
         say("Nice to meet you, Sam."),
@@ -75,12 +75,19 @@ def test_tools_chain_and_a_core_memory_edit_changes_the_next_prompt(stores: Stor
     agent = make_agent(llm, stores)
     first = agent.respond(UserText("I'm Sam."))
     assert [s.tool for s in first.steps] == ["core_memory_append", "send_message"]
-    assert "Name: Sam." not in llm.calls[0][0]["content"]
-    assert "Name: Sam." in llm.calls[1][0]["content"]  # the next step's prefix shows the edit
-    assert llm.calls[1][-1]["content"].startswith("[core_memory_append] human now holds")
+    assert llm.calls[1][-2]["content"].startswith("[core_memory_append] human now holds")
+    # The next step is told of the edit in a note; the prefix stays as it was sent.
+    assert llm.calls[1][-1] == {
+        "role": "system",
+        "content": "[core memory] added to human: Name: Sam.",
+    }
     agent.respond(UserText("Actually, call me Ann."))
-    assert llm.calls[2][0] == llm.calls[1][0]  # no edit between: byte-identical prefix
-    assert "Name: Ann." in llm.calls[3][0]["content"]
+    assert llm.calls[3][-1] == {
+        "role": "system",
+        "content": "[core memory] human now reads:\nName: Ann.",
+    }
+    assert all(call[0] == llm.calls[0][0] for call in llm.calls)
+    assert "Name: " not in llm.calls[0][0]["content"]
     assert stores.core.blocks["human"].value == "Name: Ann."
     tool_lines = [text for role, text in recalled(stores) if role == "tool"]
     assert tool_lines[0].startswith('core_memory_append {"label": "human"')
@@ -327,43 +334,49 @@ def test_the_schema_lets_no_step_follow_a_message() -> None:
     assert alternatives["recall_search"]["properties"]["request_heartbeat"] == {"type": "boolean"}
 
 
-def test_a_spoken_reply_cut_off_keeps_only_what_was_heard(stores: Stores) -> None:
+def test_a_spoken_reply_cut_off_is_followed_by_a_note_of_what_was_heard(stores: Stores) -> None:
     llm = ScriptedStream(
         say("Lisbon is sunny today. Tomorrow brings rain in the afternoon."),
         say("Okay."),
     )
     agent = make_agent(llm, stores)
     turn = agent.respond(UserUtterance("What's the weather in Lisbon?", 0.9))
+    before = list(agent.context.fifo)
     agent.heard_only("Lisbon is sunny today. Tomorrow")
 
+    note = (
+        "[the user interrupted the spoken reply; they heard only: "
+        "'Lisbon is sunny today. Tomorrow']"
+    )
+    # The reply stays in the history as it was sent; the note follows it.
+    assert agent.context.fifo == [*before, {"role": "system", "content": note}]
     kept = "Lisbon is sunny today. Tomorrow [interrupted]"
-    history = [json.loads(m["content"]) for m in agent.context.fifo if m["role"] == "assistant"]
-    assert history[-1]["arguments"]["message"] == kept
     # The memory stream's record says what was heard; its change history keeps the whole reply.
     records = {r.text: r for r in stores.stream.list_memories(page_size=10).items}
     assert f"Brain OS: {kept}" in records and f"Brain OS: {turn.reply}" not in records
     change = stores.stream.changes(records[f"Brain OS: {kept}"].id)[0]
     assert change.before["text"] == f"Brain OS: {turn.reply}"
     # Recall storage keeps what was written and a note of what was heard.
-    assert recalled(stores)[-2:] == [
-        ("assistant", turn.reply),
-        (
-            "system",
-            "[the user interrupted the spoken reply; they heard: "
-            "'Lisbon is sunny today. Tomorrow']",
-        ),
-    ]
-    # The next prompt shows the cut reply, not the whole one.
+    assert recalled(stores)[-2:] == [("assistant", turn.reply), ("system", note)]
+    # The next prompt extends the last one with the note, then the new message.
     agent.respond(UserText("Stop, thanks."))
-    assert kept in llm.calls[1][-2]["content"]
+    assert llm.calls[1][: len(llm.calls[0])] == llm.calls[0]
+    assert llm.calls[1][-2:] == [
+        {"role": "system", "content": note},
+        {"role": "user", "content": "Stop, thanks."},
+    ]
 
 
 def test_a_reply_cut_before_any_of_it_was_heard(stores: Stores) -> None:
     agent = make_agent(ScriptedStream(say("A long answer.")), stores)
     agent.respond(UserUtterance("Tell me something.", 0.9))
     agent.heard_only("")
-    last = json.loads(agent.context.fifo[-1]["content"])
-    assert last["arguments"]["message"] == "(interrupted before it was heard)"
+    assert agent.context.fifo[-1] == {
+        "role": "system",
+        "content": "[the user interrupted the spoken reply before hearing any of it]",
+    }
+    texts = {r.text for r in stores.stream.list_memories(page_size=10).items}
+    assert "Brain OS: (interrupted before it was heard)" in texts
 
 
 def tools_allowed(schema: dict[str, Any] | None) -> list[str]:

@@ -269,8 +269,9 @@ def test_the_mode_may_change_between_turns_and_the_history_stays_text(stores: St
     assert turn.reply == "Still here." and len(llm.offered) == 2
     assert llm.schemas == [agent.schema]
     history = llm.calls[2]
-    assert json.loads(history[-4]["content"])["tool"] == "core_memory_append"
-    assert history[-3]["content"].startswith("[core_memory_append] human now holds")
+    assert json.loads(history[-5]["content"])["tool"] == "core_memory_append"
+    assert history[-4]["content"].startswith("[core_memory_append] human now holds")
+    assert history[-3]["content"] == "[core memory] added to human: Name: Sam."
     assert json.loads(history[-2]["content"]) == json.loads(say("Hi Sam."))
 
 
@@ -351,12 +352,13 @@ def test_a_core_memory_call_with_a_heartbeat_chains_into_a_message(stores: Store
     assert [s.tool for s in turn.steps] == ["core_memory_append", "send_message"]
     assert stores.core.blocks["human"].value == "Name: Sam."
     assert turn.reply == "Nice to meet you, Sam." and len(requests) == 2
-    second = requests[1]["messages"]
-    assert "Name: Sam." in second[0]["content"]  # the edit is in the next step's prefix
-    assert json.loads(second[-2]["content"])["tool"] == "core_memory_append"
-    assert second[-1]["role"] == "system" and second[-1]["content"].startswith(
+    first, second = requests[0]["messages"], requests[1]["messages"]
+    assert second[: len(first)] == first  # the prefix too: the edit is told in a note
+    assert json.loads(second[-3]["content"])["tool"] == "core_memory_append"
+    assert second[-2]["role"] == "system" and second[-2]["content"].startswith(
         "[core_memory_append]"
     )
+    assert second[-1] == {"role": "system", "content": "[core memory] added to human: Name: Sam."}
 
 
 def test_plain_content_from_the_endpoint_is_the_reply(stores: Stores) -> None:

@@ -123,11 +123,14 @@ async def test_changes_reach_the_agents_next_turn_and_can_be_undone(
         assert isinstance(trash, MemoryPage) and [r.id for r in trash.rows] == [ana]
         await turn(client, "Where does Ana live?")
         assert "Ana lives" not in retrieved(endpoint)
+        assert "[the user changed a memory] deleted the memory" in prompt_of(endpoint)
 
         undone = await ask(client, MemoryUndo(ref="5"))
         assert isinstance(undone, MemoryDone) and not undone.row.deleted
         await turn(client, "Where does Ana live?")
-        assert "Ana lives in Lisbon now." in retrieved(endpoint)
+        # Shown by the first turn's block, which is still in the history: told, not retrieved.
+        assert "[the user changed a memory] undid a change" in prompt_of(endpoint)
+        assert "Ana lives in Lisbon now." in prompt_of(endpoint)
 
         history = await ask(client, MemoryOpen(ref="6", id=ana))
         assert isinstance(history, MemoryDetail)

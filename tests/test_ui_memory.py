@@ -125,19 +125,21 @@ async def test_edit_delete_and_undo_on_screen_reach_the_agents_next_turn(
             assert "Porto" not in retrieved(endpoint)
             assert "[the user changed a memory]" in prompt_of(endpoint)
 
-            # Delete from the table: not retrieved; undo: back.
+            # Delete from the table: not retrieved; undo: back. The agent is told of each (the
+            # memory stays in its history, in the block it was first retrieved in).
             screen = await open_memory(app, pilot)
             await point_at(pilot, screen, "Ana lives in Lisbon now.")
             await reload(screen, lambda: pilot.press("d"))
             assert "Ana lives in Lisbon now." not in table_texts(screen)
             await ask_agent(app, pilot, endpoint)
             assert "Ana lives" not in retrieved(endpoint)
+            assert "[the user changed a memory] deleted the memory" in prompt_of(endpoint)
 
             screen = await open_memory(app, pilot)
             await reload(screen, lambda: pilot.press("ctrl+z"))
             assert "Ana lives in Lisbon now." in table_texts(screen)
             await ask_agent(app, pilot, endpoint)
-            assert "Ana lives in Lisbon now." in retrieved(endpoint)
+            assert "[the user changed a memory] undid a change" in prompt_of(endpoint)
             await pilot.press("ctrl+q")
 
 

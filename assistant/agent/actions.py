@@ -25,9 +25,12 @@ class Action:
     tool: str
     arguments: Arguments
     request_heartbeat: bool
+    # The text the model wrote the action as (JSON action mode): the history keeps it byte for
+    # byte, so the server's cache of what it generated matches the next prompt.
+    written: str | None = None
 
     def as_json(self) -> str:
-        """The action as the model should have written it (what the history keeps)."""
+        """The action as the model should have written it."""
         return json.dumps(
             {
                 "tool": self.tool,
@@ -36,6 +39,10 @@ class Action:
             },
             ensure_ascii=False,
         )
+
+    def as_history(self) -> str:
+        """What the history keeps of the action: the model's own text where there is one."""
+        return self.written if self.written is not None else self.as_json()
 
 
 def parse_action(text: str, tools: Mapping[str, Tool]) -> Action:

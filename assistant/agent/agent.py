@@ -15,10 +15,13 @@ import logging
 import threading
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
 
 from assistant.agent.actions import Action, ActionError
-from assistant.agent.context import ContextWindow, transcript
+from assistant.agent.compaction import SUMMARY_WORDS, CompactionStart, Compactor, summarise
+from assistant.agent.context import ContextWindow, ahead_of_a_turn
+from assistant.agent.context_store import save_context
 from assistant.agent.events import Event, from_user
 from assistant.agent.streaming import ReplyStream
 from assistant.agent.tools import (
@@ -43,6 +46,7 @@ from assistant.llm.client import (
     ToolSpec,
 )
 from assistant.llm.priority import ForegroundGate
+from memory.records import MemoryRecord
 from memory.scoring import RetrievalWeights
 from memory.stream import MemoryRequestError
 
@@ -50,9 +54,6 @@ log = logging.getLogger(__name__)
 
 FALLBACK_MESSAGE = "Sorry, I could not put a reply together just now. Please try again."
 INTERRUPTED = " [interrupted]"
-SUMMARY_WORDS = 120
-# The most of the evicted messages one summary call reads (the rest is in recall storage).
-SUMMARY_INPUT_CHARS = 6_000
 
 
 class AgentLLM(Protocol):
@@ -148,7 +149,9 @@ def instructions(tools: Sequence[Tool] = TOOLS) -> str:
         "user there with core_memory_append and core_memory_replace. Older messages leave "
         "this window, but recall_search finds them. archival_insert and archival_search keep "
         "and find longer texts. memory_search searches everything you have observed and "
-        "concluded. 'Relevant memories' lists what was retrieved for the current message.\n\n"
+        "concluded. 'Relevant memories' before a message lists what was retrieved for it; "
+        "'[core memory]' notes tell what changed in core memory since it was written below."
+        "\n\n"
         f"{_background_help(tools)}"
         f"Tools:\n{describe_tools(tools)}"
     )
@@ -182,6 +185,8 @@ class Agent:
         conversation_id: str = "main",
         sleep: Callable[[float], None] | None = None,
         gate: ForegroundGate | None = None,
+        compactor: Compactor | None = None,
+        context_path: Path | None = None,
     ) -> None:
         self.llm = llm
         self.stores = stores
@@ -196,9 +201,20 @@ class Agent:
         self.reply_tools = native_tools(replying) if replying else self.native_tools
         self.conversation_id = conversation_id
         self._warned = False
+        # The messages said in the last turn, and the memory-stream record of each, for a
+        # barge-in to mark what was not heard.
+        self._said: list[tuple[str, str | None]] = []
         self._sleep = sleep
         # Held while an event is handled: background LLM work waits for it (priority.py).
         self.gate = gate or ForegroundGate()
+        # Summarises the oldest messages off the reply path (None: only the blocking flush).
+        self.compactor = compactor
+        if compactor is not None:
+            compactor.on_ready = self._compaction_ready
+        # Where the window is saved after each turn, to be the same after a restart.
+        self.context_path = context_path
+        # Held while the window changes: a turn, a note, a compaction swapped in.
+        self._window = threading.RLock()
 
     def respond(
         self,
@@ -208,22 +224,27 @@ class Agent:
     ) -> Turn:
         """Handle one event; ``on_text`` gets each piece of a reply as it is written, and
         setting ``cancel`` stops a reply mid-stream (the delivered part is kept, marked)."""
-        with self.gate.foreground():
-            return self._respond(event, on_text, cancel or threading.Event())
+        with self.gate.foreground(), self._window:
+            self._swap_in_compaction()
+            try:
+                return self._respond(event, on_text, cancel or threading.Event())
+            finally:
+                self._after_turn()
 
     def _respond(
         self, event: Event, on_text: Callable[[str], None], cancel: threading.Event
     ) -> Turn:
         turn = Turn()
         prompt = event.prompt()
-        retrieved = self._retrieve(prompt)
-        self._record_event(event, prompt)
+        self.context.note_core_changes()  # the user may have edited it since the last turn
+        shown = self._retrieve(prompt)
+        self._record_event(event, prompt, shown)
         # Set once the model went round or looked something up without answering: the next
         # step may only send a message (held to that by the schema or the offered tools).
         answer_now = False
         for _ in range(self.config.max_steps):
-            turn.flushed |= self._manage_pressure(retrieved)
-            outcome = self._step(retrieved, on_text, cancel, turn, answer_now)
+            turn.flushed |= self._manage_pressure()
+            outcome = self._step(on_text, cancel, turn, answer_now)
             if outcome is None:  # the LLM failed, or the user interrupted
                 return turn
             if isinstance(outcome, ActionError):
@@ -266,7 +287,6 @@ class Agent:
 
     def _step(
         self,
-        retrieved: str,
         on_text: Callable[[str], None],
         cancel: threading.Event,
         turn: Turn,
@@ -279,7 +299,7 @@ class Agent:
             streamed = ReplyStream(native is not None)
             separated = not turn.reply  # a second message this turn starts on a new line
             try:
-                for delta in cancellable(self._ask(retrieved, native, answer_now), cancel):
+                for delta in cancellable(self._ask(native, answer_now), cancel):
                     piece = streamed.feed(delta)
                     if piece:
                         if not separated:
@@ -298,7 +318,7 @@ class Agent:
                     return None
                 overflowed = True
                 log.warning("%s; evicting into the summary and trying again", error)
-                turn.flushed |= self._flush(retrieved)
+                turn.flushed |= self._flush()
             except LLMUnavailable as error:
                 if streamed.text or attempt == self.config.attempts or cancel.is_set():
                     self._failed(turn, str(error))
@@ -322,11 +342,11 @@ class Agent:
         return llm if isinstance(llm, ToolCallingLLM) and llm.tool_calling == "native" else None
 
     def _ask(
-        self, retrieved: str, native: ToolCallingLLM | None, answer_now: bool = False
+        self, native: ToolCallingLLM | None, answer_now: bool = False
     ) -> Iterator[StreamDelta]:
         """The step's reply as it streams: with the tools offered natively, or (no ``native``)
         held to the action schema, its text as content; ``answer_now``: send_message only."""
-        messages = self.context.messages(retrieved)
+        messages = self.context.messages()
         max_tokens = self.context.config.reply_tokens
         if native is not None:
             yield from native.stream_tools(
@@ -356,13 +376,14 @@ class Agent:
         if action.tool == "send_message":
             message = str(arguments["message"])
             record_id = self._remember("assistant", message)
-            self.context.push({"role": "assistant", "content": action.as_json()}, record_id)
+            self.context.push({"role": "assistant", "content": action.as_history()}, record_id)
+            self._said.append((message, record_id))
             turn.reply = f"{turn.reply}\n{message}".strip()
             turn.steps.append(Step(action.tool, arguments, "sent"))
             if action.request_heartbeat:
                 self.context.push({"role": "system", "content": "[send_message] sent"})
             return True
-        self.context.push({"role": "assistant", "content": action.as_json()})
+        self.context.push({"role": "assistant", "content": action.as_history()})
         self._recall("tool", f"{action.tool} {json.dumps(arguments, ensure_ascii=False)}")
         try:
             result = self.tools[action.tool].run(self.stores, action.arguments)
@@ -372,14 +393,15 @@ class Agent:
         turn.steps.append(Step(action.tool, arguments, result, failed))
         self._recall("tool", f"{action.tool} -> {result}")
         self.context.push({"role": "system", "content": f"[{action.tool}] {result}"})
+        self.context.note_core_changes()
         return not failed
 
     # Context
 
-    def _manage_pressure(self, retrieved: str) -> bool:
+    def _manage_pressure(self) -> bool:
         """Warn the model at warning_share of the window; evict into the summary at
         flush_share (the warning counted). Returns whether it flushed."""
-        pressure = self.context.pressure(retrieved)
+        pressure = self.context.pressure()
         if pressure >= self.context.config.warning_share and not self._warned:
             self._warned = True
             self.context.push(
@@ -392,59 +414,111 @@ class Agent:
                     ),
                 }
             )
-        if self.context.pressure(retrieved) >= self.context.config.flush_share:
-            return self._flush(retrieved)
+        if self.context.pressure() >= self.context.config.flush_share:
+            return self._flush()
         return False
 
-    def _flush(self, retrieved: str = "") -> bool:
+    def _flush(self) -> bool:
         """Evict about half the FIFO (more if the prompt still would not be under the
         warning share) into a new recursive summary."""
         evicted = self.context.evict()
-        while evicted and self.context.pressure(retrieved) >= self.context.config.warning_share:
+        while evicted and self.context.pressure() >= self.context.config.warning_share:
             more = self.context.evict()
             if not more:
                 break
             evicted += more
         if not evicted:
             return False
-        self.context.summary = self._summarise(self.context.summary, evicted)
+        self.context.summary = summarise(self._ask_summary, self.context.summary, evicted)
         self._warned = False
         log.info("evicted %d messages into the summary", len(evicted))
         return True
 
-    def _summarise(self, previous: str, evicted: Sequence[Message]) -> str:
-        text = transcript(evicted)[-SUMMARY_INPUT_CHARS:]
-        prompt: list[Message] = [
-            {
-                "role": "system",
-                "content": (
-                    "You keep a running summary of a conversation between a user and their "
-                    f"assistant, Brain OS. Write the new summary in at most {SUMMARY_WORDS} "
-                    "words: the facts, names, dates, requests and decisions that matter. No "
-                    "preamble."
-                ),
-            },
-            {
-                "role": "user",
-                "content": f"Summary so far:\n{previous or '(none)'}\n\nNew messages:\n{text}",
-            },
-        ]
-        try:
-            summary = self.llm.complete(prompt, max_tokens=SUMMARY_WORDS * 2, temperature=0.0)
-        except LLMError as error:
-            log.warning("summary failed (%s); keeping the messages' opening lines instead", error)
-            summary = ""
-        if not summary.strip():
-            lines = [previous, *(m["content"][:160] for m in evicted)]
-            summary = "\n".join(line for line in lines if line)[-SUMMARY_INPUT_CHARS // 4 :]
-        return summary.strip()
+    def _ask_summary(self, prompt: list[Message]) -> str:
+        return self.llm.complete(prompt, max_tokens=SUMMARY_WORDS * 2, temperature=0.0)
 
-    def _retrieve(self, prompt: str) -> str:
-        """The memories most worth showing for this event, leaving out those whose messages
-        are already in the FIFO."""
+    # Compaction off the reply path
+
+    def _after_turn(self) -> None:
+        """Save the window, and start summarising its oldest part in the background when it
+        has filled past the warning share (the model was warned during this turn)."""
+        if self.context_path is not None:
+            save_context(self.context_path, self.context)
+        compactor = self.compactor
+        if compactor is None or compactor.busy:
+            return
+        context = self.context
+        if context.pressure() < context.config.warning_share:
+            return
+        count = context.eviction_count()
+        covers, rest = tuple(context.fifo[:count]), tuple(context.fifo[count:])
+        core_snapshot, core_seen = context.core_now()
+        compactor.start(
+            CompactionStart(
+                previous=context.summary,
+                covers=covers,
+                core_snapshot=core_snapshot,
+                core_seen=core_seen,
+                prompt=lambda summary: ahead_of_a_turn(
+                    context.prompt_with(summary, core_snapshot, rest)
+                ),
+            )
+        )
+
+    def _swap_in_compaction(self) -> bool:
+        """Put a finished summary in place of the messages it covers (at a turn boundary:
+        the caller holds the window). A summary of messages no longer at the head of the FIFO
+        (a blocking flush came first) is dropped."""
+        compactor = self.compactor
+        done = compactor.take() if compactor is not None else None
+        if compactor is None or done is None:
+            return False
+        start = done.start
+        if not self.context.replace_oldest(
+            done.summary, start.covers, start.core_snapshot, start.core_seen
+        ):
+            log.info("a background summary was overtaken by a flush; dropped")
+            return False
+        self._warned = False
+        if self.context_path is not None:
+            save_context(self.context_path, self.context)
+        adopted = compactor.adopt(done)
+        log.info(
+            "swapped in a summary of %d messages%s",
+            len(start.covers),
+            " and its prompt read ahead" if adopted else "",
+        )
+        return True
+
+    def _compaction_ready(self) -> None:
+        """A summary is done: swapped in now if no turn is under way (else the next turn's
+        start does it)."""
+        if self._window.acquire(blocking=False):
+            try:
+                self._swap_in_compaction()
+            finally:
+                self._window.release()
+
+    def read_ahead(self) -> str | None:
+        """Have the conversation's server read the prompt as it stands (its cache then holds
+        it, and the next turn reads only what is new): one token asked, after a placeholder
+        message so the last real one is read as the next turn will send it. Returns why it
+        could not, or None."""
+        with self._window:
+            prompt = ahead_of_a_turn(self.context.messages())
+        try:
+            self.llm.complete(prompt, max_tokens=1, temperature=0.0)
+        except LLMError as error:
+            log.info("could not read the prompt ahead: %s", error)
+            return str(error)
+        return None
+
+    def _retrieve(self, prompt: str) -> list[MemoryRecord]:
+        """The memories most worth showing for this event, leaving out those the FIFO shows
+        already (their messages, or an earlier event's retrieved memories)."""
         wanted = self.config.retrieved_memories
         if wanted < 1:
-            return ""
+            return []
         in_view = self.context.in_view()
         try:
             found = self.stores.stream.retrieve(
@@ -452,18 +526,21 @@ class Agent:
             )
         except (ValueError, MemoryRequestError, OSError) as error:
             log.warning("memory retrieval failed: %s", error)
-            return ""
-        shown = [m.record for m in found if m.record.id not in in_view][:wanted]
-        return memories_block(shown)
+            return []
+        return [m.record for m in found if m.record.id not in in_view][:wanted]
 
     # Records
 
-    def _record_event(self, event: Event, prompt: str) -> None:
+    def _record_event(self, event: Event, prompt: str, shown: Sequence[MemoryRecord]) -> None:
+        self._said = []
+        retrieved = memories_block(shown)
+        ids = [record.id for record in shown]
         if from_user(event):
             record_id = self._remember("user", prompt)
-            self.context.begin_event({"role": "user", "content": prompt}, record_id)
+            message: Message = {"role": "user", "content": prompt}
+            self.context.begin_event(message, record_id, retrieved, ids)
         else:
-            self.context.begin_event({"role": "system", "content": prompt})
+            self.context.begin_event({"role": "system", "content": prompt}, None, retrieved, ids)
             self._recall("system", prompt)
 
     def _remember(self, role: str, text: str) -> str | None:
@@ -514,38 +591,37 @@ class Agent:
         """Tell the agent something it should know at its next turn, with no reply now (the
         user changed a memory on screen): into the window and recall storage."""
         prompt = event.prompt()
-        self.context.push({"role": "system", "content": prompt})
+        with self._window:
+            self.context.push({"role": "system", "content": prompt})
         self._recall("system", prompt)
 
     def heard_only(self, heard: str) -> None:
         """The last reply was spoken and the user cut in: only ``heard`` reached their ears.
 
-        The history keeps what was heard, marked as interrupted, so the model does not
-        assume the user knows the rest; the memory stream's record of the reply is edited to
-        match (its change history keeps the full text); recall storage keeps both, as written.
+        The history gets a note of what was heard, so the model does not assume the user knows
+        the rest (the reply itself stays as it was sent: the prompt only grows); the memory
+        stream's record of each message not heard whole is edited to what was (its change
+        history keeps the full text); recall storage keeps the reply as written and the note.
         """
-        said = [
-            (index, message)
-            for index, message in enumerate(self.context.fifo)
-            if index >= self.context.event_start and _sent_message(message) is not None
-        ]
         left = heard.split()
-        for index, message in said:
+        for message, record_id in self._said:
             # Counted in words: what was heard is the speakable form (markup read out).
-            count = len(str(_sent_message(message)).split())
+            count = len(message.split())
             kept, left = " ".join(left[:count]), left[count:]
-            if len(kept.split()) == count:
+            if len(kept.split()) == count or record_id is None:
                 continue
             text = kept + INTERRUPTED if kept else "(interrupted before it was heard)"
-            action = Action("send_message", SendMessage(message=text), False)
-            self.context.fifo[index] = {"role": "assistant", "content": action.as_json()}
-            record_id = self.context.record_ids[index]
-            if record_id is not None:
-                try:
-                    self.stores.stream.edit(record_id, text=f"Brain OS: {text}")
-                except (ValueError, MemoryRequestError, OSError) as error:
-                    log.warning("could not mark the interrupted reply in memory: %s", error)
-        self._recall("system", f"[the user interrupted the spoken reply; they heard: {heard!r}]")
+            try:
+                self.stores.stream.edit(record_id, text=f"Brain OS: {text}")
+            except (ValueError, MemoryRequestError, OSError) as error:
+                log.warning("could not mark the interrupted reply in memory: %s", error)
+        if heard.strip():
+            note = f"[the user interrupted the spoken reply; they heard only: {heard!r}]"
+        else:
+            note = "[the user interrupted the spoken reply before hearing any of it]"
+        with self._window:
+            self.context.push({"role": "system", "content": note})
+        self._recall("system", note)
 
     def _failed(self, turn: Turn, message: str) -> None:
         log.warning("LLM failed: %s", message)
@@ -557,17 +633,3 @@ class Agent:
             self._sleep(seconds)
         else:
             cancel.wait(seconds)
-
-
-def _sent_message(message: Message) -> str | None:
-    """The text of a send_message action in the history, else None."""
-    if message["role"] != "assistant":
-        return None
-    try:
-        action = json.loads(message["content"])
-    except (TypeError, ValueError):
-        return None
-    if not isinstance(action, dict) or action.get("tool") != "send_message":
-        return None
-    arguments = action.get("arguments")
-    return str(arguments.get("message", "")) if isinstance(arguments, dict) else None

@@ -8,7 +8,9 @@ from pathlib import Path
 
 from assistant.agent.actions import Action
 from assistant.agent.agent import FALLBACK_MESSAGE, Agent, AgentConfig, AgentLLM, instructions
+from assistant.agent.compaction import Compactor, JsonLLM, json_summariser
 from assistant.agent.context import ContextConfig, ContextWindow
+from assistant.agent.context_store import load_context
 from assistant.agent.core_memory import CoreMemory
 from assistant.agent.tools import TOOLS, SendMessage, Stores, Tool
 from assistant.llm.priority import ForegroundGate
@@ -24,8 +26,10 @@ from memory.locking import WriteLock
 from memory.recall import RecallStore
 from memory.stream import MemoryConfig, MemoryStream
 
-# Recent messages put back into the window when the agent starts (the rest stay in recall).
+# Recent messages put back into the window when the agent starts with no saved window (the
+# rest stay in recall).
 RESUMED_MESSAGES = 12
+CONTEXT_FILE = "context.json"
 
 
 def open_stores(
@@ -62,7 +66,11 @@ def open_agent(
     stores: Stores,
     gate: ForegroundGate | None = None,
     tools: Sequence[Tool] = TOOLS,
+    background: JsonLLM | None = None,
 ) -> Agent:
+    """The agent on ``stores``, its window as it was saved at the end of the last turn (else
+    rebuilt from recall storage); ``background`` writes the summaries of compactions (None:
+    only the blocking flush summarises, on ``llm``)."""
     context = ContextWindow(
         instructions(tools),
         stores.core,
@@ -72,6 +80,27 @@ def open_agent(
         ),
         count=counter_of(llm),
     )
+    context_path = settings.data_dir / CONTEXT_FILE
+    if not load_context(context_path, context):
+        _resume_from_recall(context, stores)
+    while context.pressure() > settings.agent.memory_pressure and context.evict():
+        pass
+    config = AgentConfig(
+        max_steps=settings.agent.max_steps, retrieved_memories=settings.agent.retrieved_memories
+    )
+    return Agent(
+        llm,
+        stores,
+        context,
+        config,
+        tools=tools,
+        gate=gate,
+        compactor=Compactor(json_summariser(background)) if background is not None else None,
+        context_path=context_path,
+    )
+
+
+def _resume_from_recall(context: ContextWindow, stores: Stores) -> None:
     for message in stores.recall.recent(RESUMED_MESSAGES):
         if message.role == "user":
             context.push({"role": "user", "content": message.text})
@@ -79,9 +108,3 @@ def open_agent(
             # The apology said when a turn failed stays out: small models copy it.
             said = Action("send_message", SendMessage(message=message.text), False)
             context.push({"role": "assistant", "content": said.as_json()})
-    while context.pressure() > settings.agent.memory_pressure and context.evict():
-        pass
-    config = AgentConfig(
-        max_steps=settings.agent.max_steps, retrieved_memories=settings.agent.retrieved_memories
-    )
-    return Agent(llm, stores, context, config, tools=tools, gate=gate)

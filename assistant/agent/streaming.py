@@ -8,7 +8,7 @@ import json
 import logging
 import re
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from assistant.agent.actions import Action, ActionError, parse_action, parse_call
 from assistant.agent.tools import SendMessage, Tool
@@ -70,6 +70,7 @@ class ReplyStream:
     """
 
     def __init__(self, native: bool) -> None:
+        self._native = native
         # Everything shown to the user so far.
         self.text = ""
         self._content = MessageStream()
@@ -101,8 +102,7 @@ class ReplyStream:
             if self._prose:  # plain text: a message
                 message = SendMessage(message=self._prose_text.strip())
                 return "", Action("send_message", message, False)
-            raw = self._content.raw
-            return "", _outcome(lambda: parse_action(raw, tools), self._content)
+            return "", _outcome(lambda: self._read_action(tools), self._content)
         first, *rest = self._calls.values()
         if rest:
             log.warning(
@@ -113,6 +113,13 @@ class ReplyStream:
             )
         said = self._prose_text.strip() if self._prose else self._content.text
         return said, _outcome(lambda: parse_call(first.name, first.arguments, tools), self._message)
+
+    def _read_action(self, tools: Mapping[str, Tool]) -> Action:
+        """The content as an action object; in JSON action mode it keeps the text as written
+        (native tool calling keeps its actions in one form, whatever the model wrote)."""
+        raw = self._content.raw
+        action = parse_action(raw, tools)
+        return action if self._native else replace(action, written=raw)
 
     def _feed_content(self, text: str) -> str:
         if self._prose is None:

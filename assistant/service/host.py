@@ -17,7 +17,7 @@ from assistant.agent.core_memory import CoreMemoryError
 from assistant.agent.events import Event
 from assistant.agent.session import open_agent, open_stores
 from assistant.agent.tools import TOOLS, Stores
-from assistant.llm.client import LLMClient, LLMError
+from assistant.llm.client import LLMError
 from assistant.llm.priority import BackgroundLLM, ForegroundGate
 from assistant.llm.runtime import LLMRuntime
 from assistant.llm.server import LLMServerError, ServerStatus, StatusCallback
@@ -132,7 +132,12 @@ class AgentHost:
                 self.tasks, self.reminders, local_now, lambda: self.on_reminder_added()
             )
             self.agent = open_agent(
-                self.settings, self.llm, self.stores, self.gate, tools=(*TOOLS, *extra)
+                self.settings,
+                self.llm,
+                self.stores,
+                self.gate,
+                tools=(*TOOLS, *extra),
+                background=BackgroundLLM(self.background, self.gate),
             )
         return self.agent
 
@@ -204,9 +209,10 @@ class AgentHost:
             self.settings = settings
             self.llm.use(client)
             self.background.use(client)
+            self._hand_off_prompts()
             if old_runtime is not None:
                 old_runtime.stop()
-        return self._warm_up(client)
+        return self._warm_up()
 
     def start_background(self) -> None:
         """Give background work its own server (after the conversation's is up and warm, so
@@ -221,6 +227,7 @@ class AgentHost:
                 log.warning(
                     "no background LLM server (%s); background work shares the main one", error
                 )
+            self._hand_off_prompts()
             if first and self.stores is not None:
                 # Records left unrated by an earlier run (or while the LLM was down).
                 self.stores.stream.rate_pending()
@@ -240,6 +247,14 @@ class AgentHost:
                     self.graph_learner = GraphLearner(
                         graph, self.stores.stream, self.stores.archival
                     )
+
+    def _hand_off_prompts(self) -> None:
+        """Compactions' new prompts are read on the background server and handed to the
+        conversation's, where the runtime has both (llama-server); else not read ahead."""
+        compactor = self.open_memory().compactor
+        if compactor is not None and self.runtime is not None:
+            exclusive = BackgroundLLM(self.background, self.gate).exclusive
+            compactor.handoff = self.runtime.handoff(exclusive)
 
     def llm_failed(self, reason: str) -> None:
         for llm in (self.llm, self.background):
@@ -301,16 +316,11 @@ class AgentHost:
         if self.runtime is not None:
             self.runtime.close()
 
-    def _warm_up(self, client: LLMClient) -> str | None:
-        """Prefill the stable prompt prefix, so the first real turn reuses the KV cache."""
-        agent = self.open_memory()
-        try:
-            client.complete(
-                [agent.context.prefix(), {"role": "user", "content": "hi"}], max_tokens=1
-            )
-        except LLMError as error:
-            return str(error)
-        return None
+    def _warm_up(self) -> str | None:
+        """Have the server read the conversation's prompt as it stands (restored from its
+        saved KV cache, that is only the newest part), so the first real turn reads only its
+        own message."""
+        return self.open_memory().read_ahead()
 
     def _status(self, status: ServerStatus) -> None:
         if self.on_status is not None:

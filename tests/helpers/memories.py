@@ -60,11 +60,9 @@ def prompt_of(endpoint: ScriptedEndpoint) -> str:
 
 
 def retrieved(endpoint: ScriptedEndpoint) -> str:
-    """The message of memories retrieved for the latest turn."""
-    found = [
-        str(m["content"])
-        for m in turn_messages(endpoint)
-        if "Relevant memories" in str(m["content"])
-    ]
-    assert found, f"the turn retrieved no memories: {turn_messages(endpoint)}"
-    return found[-1]
+    """The memories retrieved for the latest turn: the block just before the user's message,
+    "" when there is none (the history still shows what was retrieved before)."""
+    messages = turn_messages(endpoint)
+    event = max(index for index, m in enumerate(messages) if m["role"] == "user")
+    before = str(messages[event - 1]["content"])
+    return before if before.startswith("Relevant memories") else ""

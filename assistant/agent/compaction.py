@@ -1,0 +1,182 @@
+"""Compaction off the reply path: when the window fills past a share after a turn, the oldest
+messages are summarised in the background (on the background server, giving way to replies),
+and the shorter context is swapped in at the next turn boundary.
+
+Where both servers are llama-server, the background one also reads the new prompt and hands
+its KV cache to the conversation's (``PromptHandoff``), so the first turn after the swap reads
+only what came after it. The blocking flush inside a turn remains only for a context-overflow
+error: no turn waits for a summary otherwise.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+from assistant.agent.context import transcript
+from assistant.llm.client import JsonSchema, LLMError, Message
+
+log = logging.getLogger(__name__)
+
+SUMMARY_WORDS = 120
+# The most of the evicted messages one summary call reads (the rest is in recall storage).
+SUMMARY_INPUT_CHARS = 6_000
+SUMMARY_SCHEMA: JsonSchema = {
+    "type": "object",
+    "properties": {"summary": {"type": "string"}},
+    "required": ["summary"],
+}
+
+Summariser = Callable[[list[Message]], str]
+
+
+class JsonLLM(Protocol):
+    def complete_json(
+        self,
+        messages: Sequence[Message],
+        schema: JsonSchema,
+        *,
+        max_tokens: int | None = None,
+        temperature: float | None = 0.0,
+        cancel: threading.Event | None = None,
+    ) -> dict[str, Any]: ...
+
+
+def summary_prompt(previous: str, evicted: Sequence[Message]) -> list[Message]:
+    text = transcript(evicted)[-SUMMARY_INPUT_CHARS:]
+    return [
+        {
+            "role": "system",
+            "content": (
+                "You keep a running summary of a conversation between a user and their "
+                f"assistant, Brain OS. Write the new summary in at most {SUMMARY_WORDS} "
+                "words: the facts, names, dates, requests and decisions that matter. No "
+                "preamble."
+            ),
+        },
+        {
+            "role": "user",
+            "content": f"Summary so far:\n{previous or '(none)'}\n\nNew messages:\n{text}",
+        },
+    ]
+
+
+def summarise(ask: Summariser, previous: str, evicted: Sequence[Message]) -> str:
+    """The new recursive summary; the messages' opening lines where the LLM gives none."""
+    try:
+        summary = ask(summary_prompt(previous, evicted))
+    except LLMError as error:
+        log.warning("summary failed (%s); keeping the messages' opening lines instead", error)
+        summary = ""
+    if not summary.strip():
+        lines = [previous, *(m["content"][:160] for m in evicted)]
+        summary = "\n".join(line for line in lines if line)[-SUMMARY_INPUT_CHARS // 4 :]
+    return summary.strip()
+
+
+def json_summariser(llm: JsonLLM) -> Summariser:
+    """Ask ``llm`` (the background one) for the summary as a grammar-held JSON string."""
+
+    def ask(prompt: list[Message]) -> str:
+        reply = llm.complete_json(prompt, SUMMARY_SCHEMA, max_tokens=SUMMARY_WORDS * 2)
+        summary = reply.get("summary")
+        return summary if isinstance(summary, str) else ""
+
+    return ask
+
+
+class Handoff(Protocol):
+    def prepare(self, messages: Sequence[Message]) -> bool: ...
+
+    def adopt(self) -> bool: ...
+
+
+@dataclass(frozen=True)
+class CompactionStart:
+    """What a compaction replaces and what the window will look like after it: ``covers``
+    (the FIFO's oldest messages), the previous summary, core memory as the new prefix will
+    show it, and ``prompt`` (the prompt with a given summary, for the read ahead)."""
+
+    previous: str
+    covers: tuple[Message, ...]
+    core_snapshot: str
+    core_seen: dict[str, str]
+    prompt: Callable[[str], list[Message]]
+
+
+@dataclass(frozen=True)
+class Compaction:
+    """A summary ready to replace ``start.covers``; ``prepared``: the background server has
+    read the new prompt and saved it for the conversation's."""
+
+    summary: str
+    start: CompactionStart
+    prepared: bool = False
+
+
+class Compactor:
+    """Summarises in a thread of its own; ``take`` hands the result over once, at a turn
+    boundary of the caller's choosing. ``on_ready`` (set by the agent) is told when a summary
+    is done."""
+
+    def __init__(self, ask: Summariser) -> None:
+        self._ask = ask
+        self.on_ready: Callable[[], None] = lambda: None
+        # Set once both local servers run (by the service): reads the new prompt ahead.
+        self.handoff: Handoff | None = None
+        self._lock = threading.Lock()
+        self._thread: threading.Thread | None = None
+        self._done: Compaction | None = None
+
+    @property
+    def busy(self) -> bool:
+        """A summary is being written or waits to be taken."""
+        with self._lock:
+            return self._thread is not None or self._done is not None
+
+    def start(self, start: CompactionStart) -> bool:
+        """Summarise ``start.covers`` into ``start.previous``; False if a compaction is
+        already under way."""
+        with self._lock:
+            if self._thread is not None or self._done is not None or not start.covers:
+                return False
+            self._thread = threading.Thread(
+                target=self._run, args=(start,), name="context-compaction", daemon=True
+            )
+            self._thread.start()
+        return True
+
+    def adopt(self, done: Compaction) -> bool:
+        """Load the prompt ``done`` prepared into the conversation's server."""
+        handoff = self.handoff
+        return done.prepared and handoff is not None and handoff.adopt()
+
+    def take(self) -> Compaction | None:
+        with self._lock:
+            done, self._done = self._done, None
+        return done
+
+    def wait(self, timeout: float | None = None) -> bool:
+        """Wait for the summary under way (tests and benchmarks); True when none is."""
+        with self._lock:
+            thread = self._thread
+        if thread is not None:
+            thread.join(timeout)
+        return not (thread is not None and thread.is_alive())
+
+    def _run(self, start: CompactionStart) -> None:
+        summary = summarise(self._ask, start.previous, start.covers)
+        handoff = self.handoff
+        prepared = handoff is not None and handoff.prepare(start.prompt(summary))
+        with self._lock:
+            self._done = Compaction(summary, start, prepared)
+            self._thread = None
+        log.info(
+            "summarised %d messages in the background%s",
+            len(start.covers),
+            " and read the new prompt ahead" if prepared else "",
+        )
+        self.on_ready()

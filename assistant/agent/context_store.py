@@ -1,0 +1,89 @@
+"""The context window on disk: the summary, the core-memory snapshot the prefix shows and the
+FIFO as it was sent, so after a restart the prompt is the same, byte for byte, as before it,
+and the server's saved KV cache of it can be used (llama-server's slot file).
+
+It is a cache of what recall storage holds in full: a missing, corrupt or foreign file is
+logged and the window is rebuilt from recall instead, and nothing is lost.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+from pathlib import Path
+from typing import Any
+
+from assistant.agent.context import ContextWindow
+
+log = logging.getLogger(__name__)
+
+FORMAT = 1
+
+
+def save_context(path: Path, context: ContextWindow) -> None:
+    """Write the window's state atomically (a crash leaves the old file or the new one)."""
+    state = {
+        "format": FORMAT,
+        "instructions": context.instructions,
+        "summary": context.summary,
+        "core_snapshot": context.core_snapshot,
+        "core_seen": context.core_seen,
+        "fifo": context.fifo,
+        "shows": [sorted(ids) for ids in context.shows],
+    }
+    path.parent.mkdir(parents=True, exist_ok=True)
+    partial = path.with_name(path.name + ".partial")
+    try:
+        partial.write_text(json.dumps(state, ensure_ascii=False), encoding="utf-8")
+        os.replace(partial, path)
+    except OSError as error:
+        log.warning("could not save the context window to %s: %s", path, error)
+
+
+def load_context(path: Path, context: ContextWindow) -> bool:
+    """Put the saved state into ``context``; False (``context`` untouched) when there is none
+    to use. Saved under other instructions (another version, other tools), the FIFO is kept
+    but the prefix is rebuilt."""
+    try:
+        state = json.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        return False
+    except (OSError, ValueError) as error:
+        log.warning("the saved context window %s cannot be read (%s); rebuilding it", path, error)
+        return False
+    if not _valid(state):
+        log.warning(
+            "the saved context window %s is not one this version wrote; rebuilding it", path
+        )
+        return False
+    context.summary = state["summary"]
+    context.fifo = [dict(message) for message in state["fifo"]]
+    context.shows = [frozenset(ids) for ids in state["shows"]]
+    if state["instructions"] == context.instructions:
+        context.core_snapshot = state["core_snapshot"]
+        context.core_seen = dict(state["core_seen"])
+    return True
+
+
+def _valid(state: Any) -> bool:
+    if not isinstance(state, dict) or state.get("format") != FORMAT:
+        return False
+    fifo, shows = state.get("fifo"), state.get("shows")
+    return (
+        isinstance(state.get("instructions"), str)
+        and isinstance(state.get("summary"), str)
+        and isinstance(state.get("core_snapshot"), str)
+        and isinstance(state.get("core_seen"), dict)
+        and all(isinstance(v, str) for v in state["core_seen"].values())
+        and isinstance(fifo, list)
+        and isinstance(shows, list)
+        and len(fifo) == len(shows)
+        and all(
+            isinstance(m, dict)
+            and isinstance(m.get("role"), str)
+            and isinstance(m.get("content"), str)
+            for m in fifo
+        )
+        and all(isinstance(ids, list) and all(isinstance(i, str) for i in ids) for ids in shows)
+    )

@@ -1,0 +1,274 @@
+"""Compaction off the reply path: the window's oldest part is summarised in the background after
+a turn that filled it, swapped in at a turn boundary, read ahead by the conversation's server,
+and saved with the window so a restart sends the same prompt. Real stores (LanceDB, the real
+embedder); a scripted conversation model for control flow, then the real local model."""
+
+from __future__ import annotations
+
+import json
+import threading
+from collections.abc import Iterator, Sequence
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from assistant.agent.agent import Agent, AgentConfig, instructions
+from assistant.agent.compaction import SUMMARY_SCHEMA, Compactor, json_summariser
+from assistant.agent.context import ContextConfig, ContextWindow
+from assistant.agent.context_store import load_context, save_context
+from assistant.agent.events import UserText
+from assistant.agent.session import CONTEXT_FILE, open_agent, open_stores
+from assistant.agent.tools import Stores
+from assistant.llm.client import JsonSchema, LLMClient, LLMContextOverflow, Message
+from assistant.llm.priority import BackgroundLLM, ForegroundGate
+from assistant.settings import Settings
+from memory.embedder import OnnxSentenceEmbedder
+from tests.agent_helpers import ScriptedStream, say
+from tests.conftest import make_settings
+
+LONG = "I spent the whole afternoon repotting the fern, the ivy and the two cactuses. " * 3
+
+
+@pytest.fixture
+def stores(tmp_path: Path, embedder: OnnxSentenceEmbedder) -> Iterator[Stores]:
+    opened = open_stores(tmp_path / "data", embedder, None, core_memory_chars=400)
+    yield opened
+    opened.stream.close()
+
+
+class HeldSummaries:
+    """A background model whose summaries wait until released (each call is recorded)."""
+
+    def __init__(self, summary: str = "Sam repotted plants all afternoon.") -> None:
+        self.summary = summary
+        self.release = threading.Event()
+        self.asked: list[list[Message]] = []
+
+    def complete_json(
+        self,
+        messages: Sequence[Message],
+        schema: JsonSchema,
+        *,
+        max_tokens: int | None = None,
+        temperature: float | None = 0.0,
+        cancel: threading.Event | None = None,
+    ) -> dict[str, Any]:
+        assert schema == SUMMARY_SCHEMA
+        self.asked.append(list(messages))
+        assert self.release.wait(30)
+        return {"summary": self.summary}
+
+
+class RecordedHandoff:
+    def __init__(self) -> None:
+        self.prepared: list[list[Message]] = []
+        self.adopted = 0
+
+    def prepare(self, messages: Sequence[Message]) -> bool:
+        self.prepared.append(list(messages))
+        return True
+
+    def adopt(self) -> bool:
+        self.adopted += 1
+        return True
+
+
+def compacting_agent(
+    llm: Any, stores: Stores, background: Any, path: Path | None = None, window: int = 2600
+) -> Agent:
+    context = ContextWindow(
+        instructions(), stores.core, ContextConfig(window_tokens=window, reply_tokens=256)
+    )
+    return Agent(
+        llm,
+        stores,
+        context,
+        AgentConfig(retrieved_memories=0),
+        compactor=Compactor(json_summariser(background)),
+        context_path=path,
+    )
+
+
+def fill(agent: Agent) -> int:
+    """Talk until a turn leaves the window past the warning share (a compaction starts);
+    returns how many turns that took."""
+    assert agent.compactor is not None
+    turns = 0
+    while not agent.compactor.busy:
+        agent.respond(UserText(f"{turns}: {LONG}"))
+        turns += 1
+        assert turns < 40
+    return turns
+
+
+def test_a_full_window_is_summarised_in_the_background_and_swapped_in_at_a_turn(
+    stores: Stores, tmp_path: Path
+) -> None:
+    model = ScriptedStream(say("Lovely."))
+    background = HeldSummaries()
+    agent = compacting_agent(model, stores, background, tmp_path / CONTEXT_FILE)
+    assert agent.compactor is not None
+    handoff = RecordedHandoff()
+    agent.compactor.handoff = handoff
+    assert fill(agent) > 1
+    assert agent.context.pressure() >= agent.context.config.warning_share
+    assert not agent.context.summary
+    held = len(agent.context.fifo)
+
+    # The summary is still being written: the next turn neither waits for it nor uses it.
+    turn = agent.respond(UserText("How are the plants?"))
+    assert turn.reply == "Lovely." and not turn.flushed
+    assert not agent.context.summary and len(agent.context.fifo) > held
+    assert len(background.asked) == 1, "one summary at a time"
+    prompt = background.asked[0][1]["content"]
+    assert prompt.startswith("Summary so far:\n(none)") and "0: I spent" in prompt
+    assert not model.summaries, "nothing was summarised on the conversation's model"
+
+    # Done while no turn runs: swapped in at once, the new prompt read ahead (up to where
+    # the compaction began) and handed to the conversation's server.
+    before = agent.context.pressure()
+    background.release.set()
+    assert agent.compactor.wait(10)
+    assert agent.context.summary == "Sam repotted plants all afternoon."
+    assert agent.context.pressure() < before - 0.1
+    assert "0: I spent" not in json.dumps(agent.context.fifo)
+    assert handoff.adopted == 1 and len(handoff.prepared) == 1
+    prepared = handoff.prepared[0]
+    assert prepared[-1] == {"role": "user", "content": "…"}
+    now = agent.context.messages()
+    assert prepared[:-1] == now[: len(prepared) - 1], "the prompt as it is sent from now on"
+    assert now[len(prepared) - 1 :] == agent.context.fifo[-2:], "only the turn since is new"
+
+    # The window was saved with its summary: opened again, the prompt is the same.
+    again = ContextWindow(instructions(), stores.core)
+    assert load_context(tmp_path / CONTEXT_FILE, again)
+    assert again.messages() == agent.context.messages()
+
+
+def test_a_summary_finished_during_a_turn_waits_for_the_turn_boundary(
+    stores: Stores,
+) -> None:
+    background = HeldSummaries()
+    swapped_during_reply: list[bool] = []
+
+    def reply(messages: Sequence[Message]) -> str:
+        # The summary is done while this reply is written: it must not change the window.
+        background.release.set()
+        assert agent.compactor is not None
+        agent.compactor.wait(10)
+        swapped_during_reply.append(bool(agent.context.summary))
+        return say("Sure.")
+
+    model = ScriptedStream(say("Lovely."))
+    agent = compacting_agent(model, stores, background)
+    assert agent.compactor is not None
+    fill(agent)
+    model.replies = [reply]
+    agent.respond(UserText("Tell me about the ivy."))
+    assert swapped_during_reply == [False]
+    assert not agent.context.summary
+    model.replies = [say("Fine.")]
+    agent.respond(UserText("And the fern?"))
+    assert agent.context.summary == background.summary, "swapped in at the next turn's start"
+    assert model.calls[-1][1]["content"].endswith(background.summary)
+
+
+def test_a_summary_overtaken_by_an_overflow_flush_is_dropped(stores: Stores) -> None:
+    background = HeldSummaries()
+    overflow = LLMContextOverflow("the prompt does not fit the context window")
+    model = ScriptedStream(say("Lovely."), summary="Flushed summary.")
+    agent = compacting_agent(model, stores, background)
+    assert agent.compactor is not None
+    fill(agent)
+    model.replies = [overflow, say("Still here.")]
+    model.calls.clear()
+    flushed = agent.respond(UserText("One more."))
+    assert flushed.flushed and agent.context.summary == "Flushed summary."
+    background.release.set()
+    assert agent.compactor.wait(10)
+    model.replies = [say("Fine.")]
+    agent.respond(UserText("And now?"))
+    assert agent.context.summary == "Flushed summary.", "the stale summary was not swapped in"
+
+
+def test_a_broken_saved_window_is_rebuilt_from_recall(
+    stores: Stores, tmp_path: Path, embedder: OnnxSentenceEmbedder, caplog: Any
+) -> None:
+    settings = make_settings("fast", tmp_path / "data", tmp_path / "cache")
+    agent = open_agent(settings, ScriptedStream(say("Hello, Sam.")), stores)
+    agent.respond(UserText("Hi, I'm Sam."))
+    saved = settings.data_dir / CONTEXT_FILE
+    assert json.loads(saved.read_text())["fifo"][-1]["content"] == say("Hello, Sam.")
+    reopened = open_agent(settings, ScriptedStream(say("Hi.")), stores)
+    assert reopened.context.messages() == agent.context.messages()
+
+    for broken in (b"{not json", b"\xff\xfe\x00", json.dumps({"format": 99}).encode()):
+        saved.write_bytes(broken)
+        rebuilt = open_agent(settings, ScriptedStream(say("Hi.")), stores)
+        contents = [m["content"] for m in rebuilt.context.fifo]
+        assert "Hi, I'm Sam." in contents, "the conversation came back from recall storage"
+    assert "rebuilding it" in caplog.text
+
+
+def test_the_saved_window_keeps_its_prefix_when_core_memory_changed_meanwhile(
+    stores: Stores, tmp_path: Path
+) -> None:
+    context = ContextWindow(instructions(), stores.core)
+    context.push({"role": "user", "content": "Hello"})
+    save_context(tmp_path / "w.json", context)
+    stores.core.append("human", "Name: Rita.")
+    again = ContextWindow(instructions(), stores.core)
+    assert load_context(tmp_path / "w.json", again)
+    assert again.messages() == context.messages(), "byte for byte, for the server's cache"
+    again.note_core_changes()
+    assert again.fifo[-1]["content"] == "[core memory] added to human: Name: Rita."
+
+
+@pytest.mark.slow
+def test_compaction_with_the_real_model_never_holds_up_a_turn(
+    fast_llm: LLMClient, tmp_path: Path, embedder: OnnxSentenceEmbedder
+) -> None:
+    """The real local model writes the summary through the background gate, and replies go
+    on meanwhile; the summary is swapped in and saved."""
+    settings = make_settings("fast", tmp_path / "data", tmp_path / "cache")
+    stores = open_stores(settings.data_dir, embedder, None, core_memory_chars=400)
+    gate = ForegroundGate()
+    try:
+        context = ContextWindow(
+            instructions(), stores.core, ContextConfig(window_tokens=2600, reply_tokens=256)
+        )
+        agent = Agent(
+            fast_llm,
+            stores,
+            context,
+            AgentConfig(retrieved_memories=0, max_steps=3, temperature=0.0),
+            gate=gate,
+            compactor=Compactor(json_summariser(BackgroundLLM(fast_llm, gate))),
+            context_path=settings.data_dir / CONTEXT_FILE,
+        )
+        assert agent.compactor is not None
+        for number in range(30):
+            turn = agent.respond(UserText(f"Note {number}: {LONG}"))
+            assert turn.error is None and not turn.flushed, turn.error
+            if agent.context.summary:
+                break
+            if agent.compactor.busy:
+                agent.compactor.wait(120)  # the user pauses: the summary is written
+        assert agent.context.summary, "a summary was swapped in"
+        assert "plant" in agent.context.summary.lower() or "repot" in agent.context.summary.lower()
+        saved = json.loads((settings.data_dir / CONTEXT_FILE).read_text())
+        assert saved["summary"] == agent.context.summary
+    finally:
+        stores.stream.close()
+
+
+def test_open_agent_gives_the_agent_a_background_compactor(
+    stores: Stores, fast_settings: Settings
+) -> None:
+    plain = open_agent(fast_settings, ScriptedStream(say("Hi.")), stores)
+    assert plain.compactor is None
+    background = open_agent(
+        fast_settings, ScriptedStream(say("Hi.")), stores, background=HeldSummaries()
+    )
+    assert background.compactor is not None
