@@ -21,7 +21,11 @@ def action(tool: str, heartbeat: bool = False, **arguments: Any) -> str:
 
 
 def say(message: str, heartbeat: bool = False) -> str:
-    return action("send_message", heartbeat, message=message)
+    """A message as the model writes it: the short form, or (``heartbeat``, which the schema
+    no longer allows) the send_message action written out."""
+    if heartbeat:
+        return action("send_message", heartbeat, message=message)
+    return json.dumps({"message": message})
 
 
 def call(

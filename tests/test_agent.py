@@ -146,7 +146,7 @@ def test_cancel_mid_stream_keeps_the_delivered_part(stores: Stores) -> None:
     assert len(delivered) < len("One two three four five six seven eight nine ten.")
     assert recalled(stores)[-1] == ("assistant", delivered + " [interrupted]")
     kept = json.loads(agent.context.fifo[-1]["content"])
-    assert kept["arguments"]["message"] == delivered + " [interrupted]"
+    assert kept == {"message": delivered + " [interrupted]"}
 
 
 class SilentUntilReleased(ScriptedStream):
@@ -329,9 +329,23 @@ def test_a_user_message_gets_an_answer_after_a_step_that_asked_for_none(stores: 
 
 
 def test_the_schema_lets_no_step_follow_a_message() -> None:
-    alternatives = {a["properties"]["tool"]["const"]: a for a in action_schema()["anyOf"]}
-    assert alternatives["send_message"]["properties"]["request_heartbeat"] == {"const": False}
-    assert alternatives["recall_search"]["properties"]["request_heartbeat"] == {"type": "boolean"}
+    """A message is written in its short form, {"message": ...}, which has no
+    request_heartbeat: speaking ends the steps."""
+    shapes = action_schema()["anyOf"]
+    message = [shape for shape in shapes if "tool" not in shape["properties"]]
+    assert message == [
+        {
+            "type": "object",
+            "properties": {"message": {"type": "string"}},
+            "required": ["message"],
+            "additionalProperties": False,
+        }
+    ]
+    tools = {
+        shape["properties"]["tool"]["const"]: shape for shape in shapes if shape not in message
+    }
+    assert "send_message" not in tools
+    assert tools["recall_search"]["properties"]["request_heartbeat"] == {"type": "boolean"}
 
 
 def test_a_spoken_reply_cut_off_is_followed_by_a_note_of_what_was_heard(stores: Stores) -> None:
@@ -381,7 +395,10 @@ def test_a_reply_cut_before_any_of_it_was_heard(stores: Stores) -> None:
 
 def tools_allowed(schema: dict[str, Any] | None) -> list[str]:
     assert schema is not None
-    return [option["properties"]["tool"]["const"] for option in schema["anyOf"]]
+    return [
+        option["properties"]["tool"]["const"] if "tool" in option["properties"] else "send_message"
+        for option in schema["anyOf"]
+    ]
 
 
 def test_a_restart_resumes_the_conversation_without_the_failure_apology(stores: Stores) -> None:
@@ -395,5 +412,5 @@ def test_a_restart_resumes_the_conversation_without_the_failure_apology(stores: 
     agent = open_agent(Settings(), ScriptedStream(say("Hello.")), stores)
     resumed = [str(m["content"]) for m in agent.context.fifo]
     assert resumed[0] == "Hi, I am Rita." and resumed[1] == "Where does Ana live?"
-    assert json.loads(resumed[2])["arguments"]["message"] == "In Porto."
+    assert json.loads(resumed[2]) == {"message": "In Porto."}
     assert not any(FALLBACK_MESSAGE in text for text in resumed)

@@ -21,7 +21,7 @@ from tests.agent_helpers import ScriptedStream, action, say
 
 TOOLS = by_name()
 VALID = [
-    say("Hello there."),
+    action("send_message", message="Hello there."),
     say("Working on it.", heartbeat=True),
     action("core_memory_append", True, label="human", content="Likes tea."),
     action("core_memory_replace", True, label="human", old_content="tea", new_content="coffee"),
@@ -66,6 +66,22 @@ def missing_or_extra(rng: random.Random) -> str:
     else:
         value["arguments"]["unexpected"] = "field"
     return json.dumps(value)
+
+
+def short_message(rng: random.Random) -> str:
+    """A message's short form, broken: a wrong type, a missing or misspelt key, extra keys,
+    or cut off."""
+    good = say(rng.choice(["Hello there.", "Olá, Sam! 🎉", 'She said "hi"\n']))
+    return rng.choice(
+        [
+            json.dumps({"message": rng.choice(WRONG_VALUES)}),
+            json.dumps({"mesage": "typo"}),
+            json.dumps({"message": "hi", "request_heartbeat": True, "extra": 1}),
+            json.dumps({"message": "hi", "tool": rng.choice(WRONG_VALUES)}),
+            good[: rng.randrange(0, len(good) - 1)],
+            '{"message": "' + "".join(rng.choices(string.printable, k=50)),
+        ]
+    )
 
 
 def huge(rng: random.Random) -> str:
@@ -137,6 +153,7 @@ GENERATORS = [
     (wrong_type, 160),
     (unknown_tool, 70),
     (missing_or_extra, 120),
+    (short_message, 80),
     (huge, 40),
     (not_utf8, 120),
     (garbage, 140),

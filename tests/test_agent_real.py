@@ -58,7 +58,7 @@ def test_a_fact_from_turn_1_is_retrieved_into_the_prompt_at_turn_25(
 ) -> None:
     llm = Recording(fast_llm)
     context = ContextWindow(
-        instructions(), stores.core, ContextConfig(window_tokens=2000, reply_tokens=160)
+        instructions(), stores.core, ContextConfig(window_tokens=1700, reply_tokens=160)
     )
     agent = Agent(llm, stores, context, AgentConfig(max_steps=2, max_errors=1))
     fact = "My sister Beatrix lives in Porto and works as a marine biologist."

@@ -30,7 +30,7 @@ from assistant.llm.client import (
     ToolCallDelta,
 )
 from memory.embedder import OnnxSentenceEmbedder
-from tests.agent_helpers import ScriptedTools, call, say
+from tests.agent_helpers import ScriptedTools, action, call, say
 from tests.helpers.fake_openai import Script, scripted_endpoint
 
 TOOL_NAMES = [tool.name for tool in TOOLS]
@@ -56,7 +56,14 @@ def recalled(stores: Stores) -> list[tuple[str, str]]:
 
 
 def fifo_actions(agent: Agent) -> list[dict[str, Any]]:
-    return [json.loads(m["content"]) for m in agent.context.fifo if m["role"] == "assistant"]
+    """The history's actions, a message's short form written out as a send_message."""
+    actions = [json.loads(m["content"]) for m in agent.context.fifo if m["role"] == "assistant"]
+    return [
+        {"tool": "send_message", "arguments": a, "request_heartbeat": False}
+        if "tool" not in a
+        else a
+        for a in actions
+    ]
 
 
 # The tools as offered
@@ -130,7 +137,9 @@ def test_plain_content_is_the_reply_and_is_kept_as_a_send_message(stores: Stores
     assert len(pieces) > 2 and "".join(pieces) == "Hello Sam, nice to meet you."
     assert turn.reply == "Hello Sam, nice to meet you." and turn.errors == []
     assert [s.tool for s in turn.steps] == ["send_message"]
-    assert fifo_actions(agent) == [json.loads(say("Hello Sam, nice to meet you."))]
+    assert fifo_actions(agent) == [
+        json.loads(action("send_message", message="Hello Sam, nice to meet you."))
+    ]
     assert recalled(stores)[-1] == ("assistant", turn.reply)
     assert [spec["function"]["name"] for spec in llm.offered[0]] == TOOL_NAMES
     assert llm.schemas == []  # never asked for a JSON action
@@ -340,7 +349,7 @@ def test_a_streamed_send_message_call_reaches_the_listener_piece_by_piece(stores
     assert all("request_heartbeat" in p["properties"] for p in offered.values())
     assert request["messages"][-1] == {"role": "user", "content": "Hi"}
     assert recalled(stores) == [("user", "Hi"), ("assistant", message)]
-    assert fifo_actions(agent) == [json.loads(say(message))]
+    assert fifo_actions(agent) == [json.loads(action("send_message", message=message))]
 
 
 def test_a_core_memory_call_with_a_heartbeat_chains_into_a_message(stores: Stores) -> None:

@@ -30,7 +30,11 @@ class Action:
     written: str | None = None
 
     def as_json(self) -> str:
-        """The action as the model should have written it."""
+        """The action as the model should have written it (a message in its short form)."""
+        if self.tool == "send_message":
+            return json.dumps(
+                {"message": self.arguments.model_dump()["message"]}, ensure_ascii=False
+            )
         return json.dumps(
             {
                 "tool": self.tool,
@@ -108,7 +112,10 @@ def _tool(name: object, tools: Mapping[str, Tool]) -> Tool:
 
 
 def read_action(value: dict[str, Any], tools: Mapping[str, Tool]) -> Action:
-    """An action from its parsed JSON object (``request_heartbeat`` may be left out)."""
+    """An action from its parsed JSON object (``request_heartbeat`` may be left out); a
+    message's short form ``{"message": ...}`` is a send_message."""
+    if "tool" not in value and "message" in value and "send_message" in tools:
+        value = {"tool": "send_message", "arguments": {"message": value["message"]}}
     name = value.get("tool")
     tool = _tool(name, tools)
     arguments = value.get("arguments", {})

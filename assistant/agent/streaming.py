@@ -16,7 +16,10 @@ from assistant.llm.client import StreamDelta, TextDelta, ToolCallDelta
 
 log = logging.getLogger(__name__)
 
-_MESSAGE_START = re.compile(r'"tool"\s*:\s*"send_message".*?"message"\s*:\s*"', re.DOTALL)
+# A message's short form, {"message": "..."}, or the send_message action written out.
+_MESSAGE_START = re.compile(
+    r'^\s*\{\s*"message"\s*:\s*"|"tool"\s*:\s*"send_message".*?"message"\s*:\s*"', re.DOTALL
+)
 # In a native send_message call the arguments are {"message": "...", "request_heartbeat": ...}.
 _ARGUMENT_START = re.compile(r'"message"\s*:\s*"')
 _HIGH_SURROGATES = ("d8", "d9", "da", "db")

@@ -222,27 +222,39 @@ def strict_schema(schema: dict[str, Any], descriptions: bool = False) -> dict[st
 
 
 def action_schema(tools: Sequence[Tool] = TOOLS) -> dict[str, Any]:
-    """The one JSON object the model writes per step: which tool, its arguments, and whether
-    it wants another step after this one (MemGPT's request_heartbeat)."""
-    return {
-        "anyOf": [
+    """The one JSON object the model writes per step: a message to the user as
+    ``{"message": ...}``, or which tool, its arguments, and whether it wants another step
+    after this one (MemGPT's request_heartbeat).
+
+    A message has the short form so its first word comes after 4 tokens, not the 14 of
+    ``{"tool": "send_message", "arguments": {"message": "`` (about 0.4 s of writing on the
+    fast model, measured in docs/BENCHMARKS.md); speaking ends the step sequence (small models
+    asked for another step after a message and said the same thing again)."""
+    shapes = []
+    for tool in tools:
+        if tool.name == "send_message":
+            shapes.append(
+                {
+                    "type": "object",
+                    "properties": {"message": tool.schema()["properties"]["message"]},
+                    "required": ["message"],
+                    "additionalProperties": False,
+                }
+            )
+            continue
+        shapes.append(
             {
                 "type": "object",
                 "properties": {
                     "tool": {"const": tool.name},
                     "arguments": tool.schema(),
-                    # Speaking ends the step sequence: small models asked for another step
-                    # after a message and said the same thing again.
-                    "request_heartbeat": (
-                        {"const": False} if tool.name == "send_message" else {"type": "boolean"}
-                    ),
+                    "request_heartbeat": {"type": "boolean"},
                 },
                 "required": ["tool", "arguments", "request_heartbeat"],
                 "additionalProperties": False,
             }
-            for tool in tools
-        ]
-    }
+        )
+    return {"anyOf": shapes}
 
 
 def native_tools(tools: Sequence[Tool] = TOOLS) -> list[dict[str, Any]]:
