@@ -201,6 +201,12 @@ class LocalLLMServer:
             options.kv_cache_type,
             "--cache-type-v",
             options.kv_cache_type,
+            # Measured on 2 cores (docs/BENCHMARKS.md): with flash attention a turn's first
+            # token came 0.4 s after its request instead of 0.2 s, and replies were written
+            # at 21 tokens/s instead of 27; only a cold read of a whole prompt was faster.
+            # A quantized V cache needs it.
+            "--flash-attn",
+            "off" if options.kv_cache_type == "f16" else "on",
             "--jinja",
             "--no-webui",
             *slots,
