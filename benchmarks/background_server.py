@@ -12,6 +12,12 @@ rating can go (the same server, the background server): one real importance rati
 (memory/importance.py's prompt and schema), then the conversation with one more user message,
 timed from the request to its first streamed piece. ``no_rating_ms`` is the same request with
 no rating before it; ``speedup`` is the same-server p50 over the background-server p50.
+
+Then the guarantee that background work never slows a reply: a whole reply (``REPLY_TOKENS``
+tokens) on the conversation's server, timed from the request to its last piece, with the
+background server idle (``reply_idle_ms``) and while it reads a long prompt and writes
+(``reply_busy_ms``, a summary of about 3,000 tokens of talk, sent just before the reply).
+``busy_slowdown`` is busy p50 over idle p50 (1.0: no slower).
 """
 
 from __future__ import annotations
@@ -19,6 +25,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+import threading
 import time
 from collections.abc import Sequence
 from typing import Any
@@ -63,6 +70,45 @@ def first_piece_ms(client: Any, messages: Sequence[dict[str, str]]) -> float:
     return (time.perf_counter() - started) * 1000
 
 
+REPLY_TOKENS = 48
+
+
+def whole_reply_ms(client: Any, messages: Sequence[dict[str, str]]) -> float:
+    started = time.perf_counter()
+    for _ in client.stream(messages, max_tokens=REPLY_TOKENS, temperature=0.0):
+        pass
+    return (time.perf_counter() - started) * 1000
+
+
+def long_background_request(background: Any, repeat: int) -> None:
+    """What a compaction or a reflection sends: a long transcript to summarise."""
+    talk = "\n".join(f"user: {text}" for _, text in conversation()[1:] * 14)
+    background.complete(
+        [{"role": "user", "content": f"({repeat}) Summarise this conversation:\n{talk}"}],
+        max_tokens=200,
+        temperature=0.0,
+    )
+
+
+def reply_under_load(client: Any, background: Any, repeats: int) -> dict[str, list[float]]:
+    times: dict[str, list[float]] = {"reply_idle": [], "reply_busy": []}
+    prompt = conversation()
+    for repeat in range(repeats):
+        asked = [*prompt, {"role": "user", "content": f"Tell me about Porto ({repeat})."}]
+        times["reply_idle"].append(whole_reply_ms(client, asked))
+        worker = threading.Thread(target=long_background_request, args=(background, repeat))
+        worker.start()
+        time.sleep(0.2)  # the background server is reading when the reply is asked
+        asked = [*prompt, {"role": "user", "content": f"Tell me about Leeds ({repeat})."}]
+        times["reply_busy"].append(whole_reply_ms(client, asked))
+        worker.join()
+        log(
+            f"  reply {repeat + 1}: idle {times['reply_idle'][-1]:.0f} ms, "
+            f"busy {times['reply_busy'][-1]:.0f} ms"
+        )
+    return times
+
+
 def measure(settings: Any, repeats: int) -> dict[str, Any]:
     from assistant.llm.runtime import LLMRuntime
     from memory.importance import rate_text
@@ -86,7 +132,9 @@ def measure(settings: Any, repeats: int) -> dict[str, Any]:
                 f"  repeat {repeat + 1}: "
                 + ", ".join(f"{place} {values[-1]:.0f} ms" for place, values in times.items())
             )
-    return {f"{place}_ms": percentiles(values) for place, values in times.items()}
+        times |= reply_under_load(client, background, repeats)
+        server = runtime.server_name
+    return {"server": server} | {f"{p}_ms": percentiles(values) for p, values in times.items()}
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -105,20 +153,25 @@ def main(argv: Sequence[str] | None = None) -> int:
         "profile": args.profile,
         **figures,
         "speedup": figures["same_server_ms"]["p50"] / figures["background_ms"]["p50"],
+        "busy_slowdown": figures["reply_busy_ms"]["p50"] / figures["reply_idle_ms"]["p50"],
     }
     if args.json:
         print(json.dumps(report))
         return 0
-    print("| next turn's first piece | p50 ms | p95 ms |")
-    print("| --- | --- | --- |")
+    print(f"server: {figures['server']}")
+    print("| measured | p50 ms | p95 ms | max ms |")
+    print("| --- | --- | --- | --- |")
     for place, label in (
-        ("no_rating", "no rating before it"),
-        ("same_server", "after a rating on the same server"),
-        ("background", "after a rating on the background server"),
+        ("no_rating", "next turn's first piece, no rating before it"),
+        ("same_server", "next turn's first piece, after a rating on the same server"),
+        ("background", "next turn's first piece, after a rating on the background server"),
+        ("reply_idle", f"a whole {REPLY_TOKENS}-token reply, background server idle"),
+        ("reply_busy", f"a whole {REPLY_TOKENS}-token reply, background server busy"),
     ):
         shown = figures[f"{place}_ms"]
-        print(f"| {label} | {shown['p50']:.0f} | {shown['p95']:.0f} |")
+        print(f"| {label} | {shown['p50']:.0f} | {shown['p95']:.0f} | {shown['max']:.0f} |")
     print(f"speedup (p50, same server / background server): {report['speedup']:.1f}x")
+    print(f"busy / idle reply (p50): {report['busy_slowdown']:.2f}x")
     return 0
 
 

@@ -1,36 +1,45 @@
-"""How fast the agent answers: from an event to the first token and to the end of the first
-sentence the user hears, over a scripted conversation, per profile, with the stable prompt
-prefix the llama.cpp server can reuse and with that reuse defeated.
+"""How fast the agent answers, turn after turn, as the app runs it: from an event to the first
+token, the first word and the first sentence of the reply, and how much new prompt the server
+read, over a scripted conversation long enough to compact its window several times.
 
-    python -m benchmarks.turn [--profiles fast quality] [--turns 20] [--memories 1000] [--json]
+    python -m benchmarks.turn [--profiles fast quality] [--turns 40] [--memories 1000]
+                              [--context-window 6144] [--pause-s 3] [--defeated-turns 8]
+                              [--json]
 
-For each profile: the profile's local model on a llama.cpp server started here, a memory of
-``--memories`` varied stored records (the scale benchmark's templates, really embedded), and a
-fresh agent that gets ``--turns`` scripted user messages through ``Agent.respond``, one after
-another, as the TUI sends them. Per turn:
+For each profile: the profile's local model on the runtime's servers (the conversation's and
+the background one, as in the app), a memory of ``--memories`` varied stored records (the scale
+benchmark's templates, really embedded), and an agent opened as the service opens it (the
+compactor on the background server, prompts handed over after a compaction) that gets
+``--turns`` scripted user messages through ``Agent.respond``, each ``--pause-s`` seconds after
+the reply before it ended (the time a spoken reply takes to be heard and the user to say the
+next thing; 0 for none), and no turn waits for background work (importance ratings,
+summaries) of the turn before: what is still running when the pause ends goes on beside the
+turn, as in the app. The window is ``--context-window`` tokens (server and agent alike),
+small enough that the turns compact it several times. Per turn:
 
 * ``first_token_ms``: from ``respond`` being called (retrieval, recording and prompt building
   included) to the first piece the LLM streams back;
-* ``first_sentence_ms``: to the moment the reply text the user sees holds a whole first
-  sentence (".", "!" or "?" then a space, or the end of the message).
+* ``first_word_ms``: to the first piece of the reply text the user sees that holds a letter
+  or digit (the first word starts);
+* ``first_sentence_ms``: to the moment the reply text holds a whole first sentence (".", "!"
+  or "?" then a space, or the end of the message);
+* ``new_prompt_tokens``: the prompt tokens the conversation's server read anew over all the
+  turn's requests (llama-server's ``timings.prompt_n``; not reported by llama-cpp-python's).
 
-The conversation runs twice on copies of the same memory: once as the agent builds prompts
-(system instructions + core memory first and unchanged, so the server reuses the cached prefix),
-and once with a different first line in every prompt (``[request N]``), which defeats the reuse.
-``cache_speedup`` is the defeated first-sentence p50 over the cached one.
-
-As in the app, every new memory is rated for importance in the background, by the same model
-on the runtime's background server (through the gate that holds ratings back while a reply is
-written); the next turn starts once the ratings are done, as if the user took that long to
-answer.
+``compactions`` counts the summaries swapped in between turns, ``flushes`` the blocking ones
+inside a turn (the fallback for an overflow). Then ``--defeated-turns`` turns of the same
+conversation with a different first line in every prompt (``[request N]``), which defeats
+all reuse; ``cache_speedup`` is the defeated first-sentence p50 over the first
+``--defeated-turns`` turns' of the reused run.
 
 ``least_new_prompt_tokens`` is, per turn, what any prompt layout must read anew: the memories
 retrieved for the message as the agent shows them and the message itself, counted with the
-model's own vocabulary (the floor of the reading before the first token).
+model's own vocabulary.
 
-``--json`` prints ``{"<profile>": {"first_token_ms": {"p50", "p95"}, "first_sentence_ms":
-{"p50", "p95"}, "cache_speedup", "defeated": {...the same two figures...}, "turns",
-"replied", "least_new_prompt_tokens": {"p50", "p95"}}}``; otherwise a table. Progress goes to
+``--json`` prints ``{"<profile>": {"first_token_ms", "first_word_ms", "first_sentence_ms",
+"new_prompt_tokens", "least_new_prompt_tokens" (each {"p50", "p95", "max"}), "cache_speedup",
+"defeated": {"first_token_ms", "first_sentence_ms"}, "turns", "replied", "compactions",
+"flushes", "server", "context_window", "pause_s"}}``; otherwise a table. Per-turn lines go to
 stderr.
 """
 
@@ -76,15 +85,20 @@ CONVERSATION = (
     "Thanks, that's all for now.",
 )
 _SENTENCE_END = re.compile(r"[.!?](\s|$)")
-# Longest wait for the background importance ratings between two turns.
-RATINGS_WAIT_S = 300.0
+_WORD = re.compile(r"\w")
+# Small enough that 40 turns compact the window several times.
+CONTEXT_WINDOW = 6144
 
 
 @dataclass
 class Timing:
     first_token: list[float] = field(default_factory=list)
+    first_word: list[float] = field(default_factory=list)
     first_sentence: list[float] = field(default_factory=list)
+    new_tokens: list[float] = field(default_factory=list)
     replied: int = 0
+    compactions: int = 0
+    flushes: int = 0
 
 
 def log(message: str) -> None:
@@ -92,13 +106,15 @@ def log(message: str) -> None:
 
 
 class Clocked:
-    """The real client; notes when the first piece of each turn arrives, and (``defeat``)
-    puts a new first line in every prompt so no prefix can be reused."""
+    """The real client; notes when the first piece of each turn arrives and the prompt tokens
+    each request read anew, and (``defeat``) puts a new first line in every prompt so no
+    prefix can be reused."""
 
     def __init__(self, client: Any, defeat: bool) -> None:
         self.client = client
         self.defeat = defeat
         self.first_piece: float | None = None
+        self.read: list[int] = []
         self._requests = itertools.count(1)
 
     def stream(self, messages: Sequence[dict[str, str]], **options: Any) -> Iterator[str]:
@@ -110,6 +126,9 @@ class Clocked:
             if self.first_piece is None:
                 self.first_piece = time.perf_counter()
             yield piece
+        reading = self.client.last_reading
+        if reading is not None:
+            self.read.append(reading.read)
 
     def complete(self, messages: Sequence[dict[str, str]], **options: Any) -> str:
         text: str = self.client.complete(messages, **options)
@@ -138,7 +157,7 @@ def build_memory(folder: Path, count: int) -> None:
 
 
 def converse(
-    settings: Any, client: Any, background: Any, folder: Path, turns: int, defeat: bool
+    settings: Any, runtime: Any, folder: Path, turns: int, defeat: bool, pause_s: float
 ) -> Timing:
     from assistant.agent.events import UserText
     from assistant.agent.session import open_agent, open_stores
@@ -146,37 +165,57 @@ def converse(
     from benchmarks.retrieval_scale import real_embedder
 
     gate = ForegroundGate()
-    # As in the app: each new memory is rated by the same LLM in the background, between turns.
-    stores = open_stores(
-        folder, real_embedder(), BackgroundLLM(background, gate), settings.agent.core_memory_chars
-    )
-    clocked = Clocked(client, defeat)
-    agent = open_agent(settings, clocked, stores, gate)
+    background = BackgroundLLM(runtime.background_client, gate)
+    # As in the app: each new memory is rated by the same LLM in the background.
+    stores = open_stores(folder, real_embedder(), background, settings.agent.core_memory_chars)
+    clocked = Clocked(runtime.client, defeat)
+    agent = open_agent(settings, clocked, stores, gate, background=background)
+    if agent.compactor is not None:
+        agent.compactor.handoff = runtime.handoff(background.exclusive)
     timing = Timing()
+    label = "defeated" if defeat else "reused"
     # One untimed turn first: the model's weights paged in, the cache holding the prefix.
     agent.respond(UserText("Hello."))
     try:
-        for text in itertools.islice(itertools.cycle(CONVERSATION), turns):
+        for number, text in enumerate(itertools.islice(itertools.cycle(CONVERSATION), turns)):
             heard: list[str] = []
-            sentence_at: list[float] = []
+            marks: dict[str, float] = {}
 
-            def listen(piece: str, heard: list[str] = heard, at: list[float] = sentence_at) -> None:
+            def listen(
+                piece: str, heard: list[str] = heard, marks: dict[str, float] = marks
+            ) -> None:
                 heard.append(piece)
-                if not at and _SENTENCE_END.search("".join(heard)):
-                    at.append(time.perf_counter())
+                now = time.perf_counter()
+                if "word" not in marks and _WORD.search(piece):
+                    marks["word"] = now
+                if "sentence" not in marks and _SENTENCE_END.search("".join(heard)):
+                    marks["sentence"] = now
 
-            # The user's think time: the ratings of the last turn's memories are done.
-            stores.stream.wait_for_ratings(RATINGS_WAIT_S)
+            time.sleep(pause_s)
+            summary = agent.context.summary
             clocked.first_piece = None
+            clocked.read = []
             started = time.perf_counter()
             turn = agent.respond(UserText(text), on_text=listen)
             ended = time.perf_counter()
+            compacted = agent.context.summary != summary and not turn.flushed
+            timing.compactions += compacted
+            timing.flushes += turn.flushed
             if clocked.first_piece is not None:
                 timing.first_token.append((clocked.first_piece - started) * 1000)
+            if clocked.read:
+                timing.new_tokens.append(float(sum(clocked.read)))
             if turn.reply:
                 timing.replied += 1
-                timing.first_sentence.append(((sentence_at or [ended])[0] - started) * 1000)
-            log(f"  {'defeated' if defeat else 'cached'}: {text[:40]!r} -> {turn.reply[:60]!r}")
+                timing.first_word.append((marks.get("word", ended) - started) * 1000)
+                timing.first_sentence.append((marks.get("sentence", ended) - started) * 1000)
+            log(
+                f"  {label} {number + 1:>2}: read {sum(clocked.read):>5} tokens, first token "
+                f"{timing.first_token[-1] if clocked.first_piece else float('nan'):>6.0f} ms, "
+                f"first word {timing.first_word[-1] if turn.reply else float('nan'):>6.0f} ms"
+                f"{', compacted before it' if compacted else ''}"
+                f"{', FLUSHED inside it' if turn.flushed else ''}: {turn.reply[:50]!r}"
+            )
     finally:
         stores.stream.close()
     return timing
@@ -210,58 +249,79 @@ def least_new_tokens(settings: Any, folder: Path, count: Any, turns: int) -> lis
         stream.close()
 
 
-def bench_profile(profile: str, turns: int, memories: int) -> dict[str, Any]:
+def bench_profile(
+    profile: str, turns: int, memories: int, window: int, defeated_turns: int, pause_s: float
+) -> dict[str, Any]:
     from assistant.config import load_config
     from assistant.llm.runtime import LLMRuntime
 
-    settings = load_config(flags={"profile": profile}).settings
     with tempfile.TemporaryDirectory(prefix="turn-bench-") as scratch:
+        flags = {"profile": profile, "llm.context_window": str(window)}
+        flags |= {"data_dir": str(Path(scratch) / "data"), "cache_dir": str(Path(scratch) / "c")}
+        settings = load_config(flags=flags).settings
+        # The assembled weights are read from the usual cache, not assembled again.
+        settings = settings.model_copy(update={"cache_dir": load_config().settings.cache_dir})
         base = Path(scratch) / "memory"
         started = time.perf_counter()
         build_memory(base, memories)
         log(f"[{profile}] {memories} memories stored in {time.perf_counter() - started:.0f} s")
         runtime = LLMRuntime(settings)
         with runtime as client:
-            background = runtime.start_background()
+            runtime.start_background()
             floor = least_new_tokens(settings, base, client.count_tokens, turns)
             results = {}
-            for defeat in (False, True):
-                folder = Path(scratch) / ("defeated" if defeat else "cached")
+            for defeat, count in ((False, turns), (True, defeated_turns)):
+                folder = Path(scratch) / ("defeated" if defeat else "reused")
                 shutil.copytree(base, folder)
-                results[defeat] = converse(settings, client, background, folder, turns, defeat)
-    cached, defeated = results[False], results[True]
-    speedup = statistics.median(defeated.first_sentence) / statistics.median(cached.first_sentence)
+                run_settings = settings.model_copy(update={"data_dir": folder})
+                results[defeat] = converse(run_settings, runtime, folder, count, defeat, pause_s)
+            server = runtime.server_name
+    reused, defeated = results[False], results[True]
+    speedup = statistics.median(defeated.first_sentence) / statistics.median(
+        reused.first_sentence[:defeated_turns]
+    )
     return {
-        "first_token_ms": percentiles(cached.first_token),
-        "first_sentence_ms": percentiles(cached.first_sentence),
+        "first_token_ms": percentiles(reused.first_token),
+        "first_word_ms": percentiles(reused.first_word),
+        "first_sentence_ms": percentiles(reused.first_sentence),
+        "new_prompt_tokens": percentiles(reused.new_tokens),
         "cache_speedup": speedup,
         "defeated": {
             "first_token_ms": percentiles(defeated.first_token),
             "first_sentence_ms": percentiles(defeated.first_sentence),
         },
         "turns": turns,
-        "replied": cached.replied,
+        "replied": reused.replied,
+        "compactions": reused.compactions,
+        "flushes": reused.flushes,
+        "server": server,
+        "context_window": window,
+        "pause_s": pause_s,
         "least_new_prompt_tokens": percentiles([float(t) for t in floor]),
     }
 
 
 def table(report: dict[str, dict[str, Any]]) -> str:
+    def cell(figures: dict[str, float]) -> str:
+        return " / ".join(f"{figures[k]:.0f}" for k in ("p50", "p95", "max"))
+
     lines = [
-        "| profile | first token p50 / p95 ms | first sentence p50 / p95 ms | "
-        "defeated: first sentence p50 / p95 ms | cache speedup | replied | "
-        "least new prompt tokens p50 / p95 |",
-        "| --- | --- | --- | --- | --- | --- | --- |",
+        "p50 / p95 / max",
+        "",
+        "| profile | server | first token ms | first word ms | first sentence ms | "
+        "new prompt tokens | least new prompt tokens | defeated: first sentence ms | "
+        "cache speedup | compactions (flushes) | replied |",
+        "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |",
     ]
     for profile, figures in report.items():
-        token, sentence = figures["first_token_ms"], figures["first_sentence_ms"]
-        defeated = figures["defeated"]["first_sentence_ms"]
-        floor = figures["least_new_prompt_tokens"]
         lines.append(
-            f"| {profile} | {token['p50']:.0f} / {token['p95']:.0f} | "
-            f"{sentence['p50']:.0f} / {sentence['p95']:.0f} | "
-            f"{defeated['p50']:.0f} / {defeated['p95']:.0f} | "
-            f"{figures['cache_speedup']:.2f}x | {figures['replied']}/{figures['turns']} | "
-            f"{floor['p50']:.0f} / {floor['p95']:.0f} |"
+            f"| {profile} | {figures['server']} | {cell(figures['first_token_ms'])} | "
+            f"{cell(figures['first_word_ms'])} | {cell(figures['first_sentence_ms'])} | "
+            f"{cell(figures['new_prompt_tokens'])} | "
+            f"{cell(figures['least_new_prompt_tokens'])} | "
+            f"{cell(figures['defeated']['first_sentence_ms'])} | "
+            f"{figures['cache_speedup']:.2f}x | {figures['compactions']} "
+            f"({figures['flushes']}) | {figures['replied']}/{figures['turns']} |"
         )
     return "\n".join(lines)
 
@@ -269,15 +329,26 @@ def table(report: dict[str, dict[str, Any]]) -> str:
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
     parser.add_argument("--profiles", nargs="+", default=["fast", "quality"])
-    parser.add_argument("--turns", type=int, default=20)
+    parser.add_argument("--turns", type=int, default=40)
     parser.add_argument("--memories", type=int, default=1000)
+    parser.add_argument("--context-window", type=int, default=CONTEXT_WINDOW)
+    parser.add_argument("--defeated-turns", type=int, default=8)
+    parser.add_argument("--pause-s", type=float, default=3.0)
     parser.add_argument("--json", action="store_true", help="print one JSON object")
     args = parser.parse_args(argv)
-    if args.turns < 1 or args.memories < 1:
-        parser.error("--turns and --memories must be at least 1")
+    if min(args.turns, args.memories, args.defeated_turns) < 1:
+        parser.error("--turns, --memories and --defeated-turns must be at least 1")
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     report = {
-        profile: bench_profile(profile, args.turns, args.memories) for profile in args.profiles
+        profile: bench_profile(
+            profile,
+            args.turns,
+            args.memories,
+            args.context_window,
+            args.defeated_turns,
+            args.pause_s,
+        )
+        for profile in args.profiles
     }
     print(json.dumps(report) if args.json else table(report))
     return 0
