@@ -171,6 +171,13 @@ class AgentSettings(Section):
     memory_pressure: float = Field(
         0.7, gt=0, lt=1, description="Share of the context window that triggers the warning."
     )
+    compact_share: float = Field(
+        0.5,
+        gt=0,
+        lt=1,
+        description="Share of the context window at which, after a turn, its oldest half is "
+        "summarised in the background (early enough to be ready before the window fills).",
+    )
     retrieved_memories: int = Field(
         5, ge=0, le=50, description="Memories retrieved into the prompt for each event."
     )

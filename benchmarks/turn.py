@@ -3,8 +3,8 @@ token, the first word and the first sentence of the reply, and how much new prom
 read, over a scripted conversation long enough to compact its window several times.
 
     python -m benchmarks.turn [--profiles fast quality] [--turns 40] [--memories 1000]
-                              [--context-window 6144] [--pause-s 3] [--defeated-turns 8]
-                              [--json]
+                              [--context-window 6144] [--pause-s 3] [--draft-lead-s S]
+                              [--defeated-turns 8] [--json]
 
 For each profile: the profile's local model on the runtime's servers (the conversation's and
 the background one, as in the app), a memory of ``--memories`` varied stored records (the scale
@@ -15,7 +15,10 @@ the reply before it ended (the time a spoken reply takes to be heard and the use
 next thing; 0 for none), and no turn waits for background work (importance ratings,
 summaries) of the turn before: what is still running when the pause ends goes on beside the
 turn, as in the app. The window is ``--context-window`` tokens (server and agent alike),
-small enough that the turns compact it several times. Per turn:
+small enough that the turns compact it several times. With ``--draft-lead-s``, each message
+is first sent as a draft (``Agent.prepare``, as the terminal app does when the user pauses
+typing) that many seconds before it is sent for real (Enter), and the timings run from
+Enter. Per turn:
 
 * ``first_token_ms``: from ``respond`` being called (retrieval, recording and prompt building
   included) to the first piece the LLM streams back;
@@ -39,8 +42,8 @@ model's own vocabulary.
 ``--json`` prints ``{"<profile>": {"first_token_ms", "first_word_ms", "first_sentence_ms",
 "new_prompt_tokens", "least_new_prompt_tokens" (each {"p50", "p95", "max"}), "cache_speedup",
 "defeated": {"first_token_ms", "first_sentence_ms"}, "turns", "replied", "compactions",
-"flushes", "server", "context_window", "pause_s"}}``; otherwise a table. Per-turn lines go to
-stderr.
+"flushes", "server", "context_window", "pause_s", "draft_lead_s"}}``; otherwise a table.
+Per-turn lines go to stderr.
 """
 
 from __future__ import annotations
@@ -54,6 +57,7 @@ import shutil
 import statistics
 import sys
 import tempfile
+import threading
 import time
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
@@ -157,7 +161,13 @@ def build_memory(folder: Path, count: int) -> None:
 
 
 def converse(
-    settings: Any, runtime: Any, folder: Path, turns: int, defeat: bool, pause_s: float
+    settings: Any,
+    runtime: Any,
+    folder: Path,
+    turns: int,
+    defeat: bool,
+    pause_s: float,
+    draft_lead_s: float | None,
 ) -> Timing:
     from assistant.agent.events import UserText
     from assistant.agent.session import open_agent, open_stores
@@ -192,6 +202,9 @@ def converse(
                     marks["sentence"] = now
 
             time.sleep(pause_s)
+            if draft_lead_s is not None and not defeat:
+                threading.Thread(target=agent.prepare, args=(text,), daemon=True).start()
+                time.sleep(draft_lead_s)
             summary = agent.context.summary
             clocked.first_piece = None
             clocked.read = []
@@ -250,7 +263,13 @@ def least_new_tokens(settings: Any, folder: Path, count: Any, turns: int) -> lis
 
 
 def bench_profile(
-    profile: str, turns: int, memories: int, window: int, defeated_turns: int, pause_s: float
+    profile: str,
+    turns: int,
+    memories: int,
+    window: int,
+    defeated_turns: int,
+    pause_s: float,
+    draft_lead_s: float | None,
 ) -> dict[str, Any]:
     from assistant.config import load_config
     from assistant.llm.runtime import LLMRuntime
@@ -274,7 +293,9 @@ def bench_profile(
                 folder = Path(scratch) / ("defeated" if defeat else "reused")
                 shutil.copytree(base, folder)
                 run_settings = settings.model_copy(update={"data_dir": folder})
-                results[defeat] = converse(run_settings, runtime, folder, count, defeat, pause_s)
+                results[defeat] = converse(
+                    run_settings, runtime, folder, count, defeat, pause_s, draft_lead_s
+                )
             server = runtime.server_name
     reused, defeated = results[False], results[True]
     speedup = statistics.median(defeated.first_sentence) / statistics.median(
@@ -297,6 +318,7 @@ def bench_profile(
         "server": server,
         "context_window": window,
         "pause_s": pause_s,
+        "draft_lead_s": draft_lead_s,
         "least_new_prompt_tokens": percentiles([float(t) for t in floor]),
     }
 
@@ -334,6 +356,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--context-window", type=int, default=CONTEXT_WINDOW)
     parser.add_argument("--defeated-turns", type=int, default=8)
     parser.add_argument("--pause-s", type=float, default=3.0)
+    parser.add_argument("--draft-lead-s", type=float, default=None)
     parser.add_argument("--json", action="store_true", help="print one JSON object")
     args = parser.parse_args(argv)
     if min(args.turns, args.memories, args.defeated_turns) < 1:
@@ -347,6 +370,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             args.context_window,
             args.defeated_turns,
             args.pause_s,
+            args.draft_lead_s,
         )
         for profile in args.profiles
     }

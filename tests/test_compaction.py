@@ -91,7 +91,7 @@ def compacting_agent(
 
 
 def fill(agent: Agent) -> int:
-    """Talk until a turn leaves the window past the warning share (a compaction starts);
+    """Talk until a turn leaves the window past the compaction share (a compaction starts);
     returns how many turns that took."""
     assert agent.compactor is not None
     turns = 0
@@ -112,7 +112,7 @@ def test_a_full_window_is_summarised_in_the_background_and_swapped_in_at_a_turn(
     handoff = RecordedHandoff()
     agent.compactor.handoff = handoff
     assert fill(agent) > 1
-    assert agent.context.pressure() >= agent.context.config.warning_share
+    assert agent.context.pressure() >= agent.context.config.compact_share
     assert not agent.context.summary
     held = len(agent.context.fifo)
 

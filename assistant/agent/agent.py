@@ -114,6 +114,14 @@ class AgentConfig:
 
 
 @dataclass(frozen=True)
+class _Prepared:
+    text: str
+    # What the window showed when it was prepared: retrieval left those out.
+    in_view: frozenset[str]
+    shown: tuple[MemoryRecord, ...]
+
+
+@dataclass(frozen=True)
 class Step:
     tool: str
     arguments: dict[str, Any]
@@ -216,6 +224,8 @@ class Agent:
         self.context_path = context_path
         # Held while the window changes: a turn, a note, a compaction swapped in.
         self._window = threading.RLock()
+        # A message prepared before it was sent (``prepare``), with what was retrieved for it.
+        self._prepared: _Prepared | None = None
 
     def respond(
         self,
@@ -238,7 +248,9 @@ class Agent:
         turn = Turn()
         prompt = event.prompt()
         self.context.note_core_changes()  # the user may have edited it since the last turn
-        shown = self._retrieve(prompt)
+        shown = self._prepared_for(prompt)
+        if shown is None:
+            shown = self._retrieve(prompt)
         self._record_event(event, prompt, shown)
         # Set once the model went round or looked something up without answering: the next
         # step may only send a message (held to that by the schema or the offered tools).
@@ -442,14 +454,14 @@ class Agent:
 
     def _after_turn(self) -> None:
         """Save the window, and start summarising its oldest part in the background when it
-        has filled past the warning share (the model was warned during this turn)."""
+        has filled past the compaction share."""
         if self.context_path is not None:
             save_context(self.context_path, self.context)
         compactor = self.compactor
         if compactor is None or compactor.busy:
             return
         context = self.context
-        if context.pressure() < context.config.warning_share:
+        if context.pressure() < context.config.compact_share:
             return
         count = context.eviction_count()
         covers, rest = tuple(context.fifo[:count]), tuple(context.fifo[count:])
@@ -514,7 +526,56 @@ class Agent:
             return str(error)
         return None
 
-    def _retrieve(self, prompt: str) -> list[MemoryRecord]:
+    # Reading a message before it is sent
+
+    def prepare(self, text: str) -> bool:
+        """The user has paused while writing ``text`` (a draft, or speech still being
+        recognised): retrieve its memories and have the conversation's server read the prompt
+        the turn would send, so if that is what comes, the turn reads almost nothing new. The
+        window is not changed and nothing is recorded; a different message later only wastes
+        the read. False if a turn is under way (it is not disturbed)."""
+        if not text.strip() or not self._window.acquire(blocking=False):
+            return False
+        try:
+            in_view = frozenset(self.context.in_view())
+            shown = self._retrieve(text, touch=False)
+            self._prepared = _Prepared(text, in_view, tuple(shown))
+            ids = [record.id for record in shown]
+            ahead = self.context.prompt_with(
+                self.context.summary, self.context.core_snapshot, self.context.fifo
+            )
+            block = memories_block(shown)
+            if block:
+                ahead.append({"role": "system", "content": block})
+            ahead.append({"role": "user", "content": text})
+        finally:
+            self._window.release()
+        try:
+            self.llm.complete(ahead, max_tokens=1, temperature=0.0)
+        except LLMError as error:
+            log.info("could not read the draft ahead: %s", error)
+        log.debug("prepared a draft of %d characters (%d memories)", len(text), len(ids))
+        return True
+
+    def _prepared_for(self, prompt: str) -> list[MemoryRecord] | None:
+        """The memories retrieved when ``prompt`` was prepared, if it was and nothing in view
+        changed since (then the turn's prompt is the one read ahead); marked as used now."""
+        prepared, self._prepared = self._prepared, None
+        if (
+            prepared is None
+            or prepared.text != prompt
+            or prepared.in_view != frozenset(self.context.in_view())
+        ):
+            return None
+        ids = [record.id for record in prepared.shown]
+        if ids:
+            try:
+                self.stores.stream.mark_accessed(ids)
+            except (ValueError, MemoryRequestError, OSError) as error:
+                log.warning("could not mark the prepared memories as used: %s", error)
+        return list(prepared.shown)
+
+    def _retrieve(self, prompt: str, touch: bool = True) -> list[MemoryRecord]:
         """The memories most worth showing for this event, leaving out those the FIFO shows
         already (their messages, or an earlier event's retrieved memories)."""
         wanted = self.config.retrieved_memories
@@ -523,7 +584,10 @@ class Agent:
         in_view = self.context.in_view()
         try:
             found = self.stores.stream.retrieve(
-                prompt, k=wanted + len(in_view), weights=self.config.retrieval_weights
+                prompt,
+                k=wanted + len(in_view),
+                weights=self.config.retrieval_weights,
+                touch=touch,
             )
         except (ValueError, MemoryRequestError, OSError) as error:
             log.warning("memory retrieval failed: %s", error)

@@ -28,6 +28,10 @@ class ContextConfig:
     reply_tokens: int = 512
     # Share of the window at which the agent is warned to save what matters (memory pressure).
     warning_share: float = 0.7
+    # Share at which, after a turn, the oldest evict_share is summarised in the background:
+    # below the warning, so the summary (and the new prompt read ahead) is ready before the
+    # window fills, even while the user leaves only seconds between turns.
+    compact_share: float = 0.5
     # Share at which about evict_share of the FIFO is evicted into the summary.
     flush_share: float = 1.0
     evict_share: float = 0.5

@@ -77,6 +77,7 @@ def open_agent(
         ContextConfig(
             window_tokens=settings.llm.context_window,
             warning_share=settings.agent.memory_pressure,
+            compact_share=settings.agent.compact_share,
         ),
         count=counter_of(llm),
     )

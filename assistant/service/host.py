@@ -274,6 +274,13 @@ class AgentHost:
     def note(self, event: Event) -> None:
         self.open_memory().note(event)
 
+    def prepare(self, text: str) -> bool:
+        """Read a draft ahead, on the local server only (another endpoint would be billed
+        for every pause in the user's typing)."""
+        if self.agent is None or self.runtime is None or self.runtime.server is None:
+            return False
+        return self.agent.prepare(text)
+
     def heard_only(self, heard: str) -> None:
         """The last reply was spoken and cut off: only ``heard`` was played."""
         self.open_memory().heard_only(heard)

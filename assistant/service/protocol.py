@@ -93,6 +93,14 @@ class Say(Wire):
     confidence: float | None = Field(None, ge=0, le=1)
 
 
+class Draft(Wire):
+    """What the user has typed so far, sent when they pause: the service may read it ahead
+    (``Agent.prepare``) so that, sent unchanged, the turn starts sooner. Nothing is kept."""
+
+    type: Literal["draft"] = "draft"
+    text: UserText
+
+
 class Cancel(Wire):
     """Stop the reply being written (barge-in); what was delivered is kept, marked."""
 
@@ -149,6 +157,7 @@ class Listen(Wire):
 Request = Annotated[
     Hello
     | Say
+    | Draft
     | Cancel
     | Retry
     | GetTasks

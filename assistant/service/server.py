@@ -69,6 +69,7 @@ from assistant.service.protocol import (
     PROTOCOL_VERSION,
     Bye,
     Cancel,
+    Draft,
     GetTasks,
     Hello,
     History,
@@ -251,6 +252,8 @@ class AssistantService:
         self.clients: list[Client] = []
         self.queue: asyncio.Queue[QueuedTurn | SwitchEndpoint | HeardOnly | Note] = asyncio.Queue()
         self.running: RunningTurn | None = None
+        # A draft being read ahead (``_read_draft``).
+        self._drafting: asyncio.Task[bool] | None = None
         # Turns accepted and not yet started, oldest first (what `brain tasks` shows).
         self.waiting: list[QueuedTurn] = []
         self.switching = False
@@ -532,6 +535,8 @@ class AssistantService:
         match request:
             case Say():
                 self._accept(client.name, request, client.send)
+            case Draft():
+                self._read_draft(request.text)
             case Cancel():
                 if self.running is not None:
                     self.running.cancel.set()
@@ -613,6 +618,21 @@ class AssistantService:
         job = QueuedTurn(self._turns, said, timings=timings)
         self.waiting.append(job)
         self.queue.put_nowait(job)
+
+    def _read_draft(self, text: str) -> None:
+        """Read a draft ahead while no turn runs or waits (one at a time; a turn that
+        starts meanwhile waits at most for the read to end)."""
+        if self.running is not None or self.waiting or self._drafting is not None:
+            return
+        if not text.strip() or len(text) > MAX_SAY_CHARS:
+            return
+        self._drafting = asyncio.create_task(asyncio.to_thread(self.host.prepare, text))
+        self._drafting.add_done_callback(self._draft_done)
+
+    def _draft_done(self, task: asyncio.Task[bool]) -> None:
+        self._drafting = None
+        if not task.cancelled() and task.exception() is not None:
+            log.warning("reading a draft ahead failed: %s", task.exception())
 
     def _broadcast(self, message: Wire) -> None:
         for client in self.clients:

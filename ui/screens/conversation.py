@@ -14,6 +14,7 @@ from textual.app import ComposeResult, SystemCommand
 from textual.binding import Binding, BindingType
 from textual.containers import Horizontal
 from textual.screen import Screen
+from textual.timer import Timer
 from textual.widgets import Footer, Header, Input
 
 from assistant.config import LoadedConfig
@@ -23,6 +24,7 @@ from assistant.service.protocol import (
     MAX_SAY_CHARS,
     Bye,
     Cancel,
+    Draft,
     History,
     HistoryItem,
     Leave,
@@ -58,6 +60,8 @@ from ui.widgets.status import StartupStatus
 from ui.widgets.voice import VoiceIndicator
 
 LEAVE_TIMEOUT_S = 5.0
+# A pause this long in typing sends the text so far as a draft, to be read ahead.
+TYPING_PAUSE_S = 0.5
 
 RETRY = Binding(
     "ctrl+r", "retry", "Retry LLM", tooltip="Start the LLM again, or reconnect to the service"
@@ -113,6 +117,8 @@ class ConversationScreen(Screen[None]):
         self.sent: list[str] = []
         self.recalled = 0
         self.draft = ""
+        # Sends what is typed once the user pauses (Draft), so the turn can start sooner.
+        self._pause: Timer | None = None
         # Shown while weights are assembled on a first run (None once hidden or done).
         self.first_run: FirstRunScreen | None = None
 
@@ -310,8 +316,23 @@ class ConversationScreen(Screen[None]):
 
     # Actions
 
+    @on(Input.Changed, "#prompt")
+    def typing(self, event: Input.Changed) -> None:
+        """A pause in typing sends the text so far as a draft (read ahead by the service)."""
+        if self._pause is not None:
+            self._pause.stop()
+        text = event.value.strip()
+        if text and self.client is not None and self.state == "ready":
+            self._pause = self.set_timer(TYPING_PAUSE_S, partial(self._send_draft, text))
+
+    async def _send_draft(self, text: str) -> None:
+        if self.query_one("#prompt", Input).value.strip() == text:
+            await self._send(Draft(text=text))
+
     @on(Input.Submitted, "#prompt")
     async def submit(self, event: Input.Submitted) -> None:
+        if self._pause is not None:
+            self._pause.stop()
         text = event.value.strip()
         if not text:
             return

@@ -1,0 +1,110 @@
+"""A message read before it is sent (``Agent.prepare``): a typing pause sends the draft, its
+memories are retrieved and the conversation's server reads the prompt the turn would send;
+sent unchanged, the turn's prompt is that one, and it reads almost nothing new. Real stores;
+a scripted model for control flow, then the real local server."""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from assistant.agent.agent import Agent, AgentConfig, instructions
+from assistant.agent.context import ContextConfig, ContextWindow
+from assistant.agent.events import UserText
+from assistant.agent.session import open_stores
+from assistant.agent.tools import Stores
+from assistant.llm.client import LLMClient
+from assistant.service.protocol import Draft, Request
+from memory.embedder import OnnxSentenceEmbedder
+from tests.agent_helpers import ScriptedStream, say
+
+QUESTION = "Where does my sister Beatrix live?"
+
+
+@pytest.fixture
+def stores(tmp_path: Path, embedder: OnnxSentenceEmbedder) -> Iterator[Stores]:
+    opened = open_stores(tmp_path / "data", embedder, None, core_memory_chars=400)
+    for text in [
+        "User: My sister Beatrix lives in Porto.",
+        "User: I drive a blue Fiat.",
+        "User: My dentist appointment is on Friday.",
+    ]:
+        opened.stream.add(text, importance=6)
+    yield opened
+    opened.stream.close()
+
+
+def agent_on(llm: object, stores: Stores) -> Agent:
+    context = ContextWindow(instructions(), stores.core, ContextConfig(window_tokens=8192))
+    return Agent(llm, stores, context, AgentConfig(retrieved_memories=2))  # type: ignore[arg-type]
+
+
+def test_a_prepared_message_sent_unchanged_sends_the_prompt_read_ahead(stores: Stores) -> None:
+    model = ScriptedStream(say("Hi."), say("In Porto."))
+    agent = agent_on(model, stores)
+    agent.respond(UserText("Hello"))
+    before = list(agent.context.fifo)
+
+    assert agent.prepare(QUESTION)
+    assert agent.context.fifo == before, "preparing changes nothing in the window"
+    read_ahead = model.summaries[-1]  # the scripted model's complete() records its prompts
+    assert read_ahead[-1] == {"role": "user", "content": QUESTION}
+    assert "Beatrix lives in Porto" in read_ahead[-2]["content"]
+
+    turn = agent.respond(UserText(QUESTION))
+    assert turn.reply == "In Porto."
+    assert model.calls[-1] == read_ahead, "the turn's prompt is the one the server read"
+
+
+def test_a_different_message_is_retrieved_for_afresh(stores: Stores) -> None:
+    model = ScriptedStream(say("Noted."))
+    agent = agent_on(model, stores)
+    assert agent.prepare("What colour is my car")
+    turn = agent.respond(UserText(QUESTION))
+    assert turn.reply == "Noted."
+    prompt = model.calls[-1]
+    assert prompt[-1] == {"role": "user", "content": QUESTION}
+    assert "Beatrix lives in Porto" in prompt[-2]["content"], "retrieved for what was sent"
+
+
+def test_preparing_waits_for_no_turn_and_disturbs_none(stores: Stores) -> None:
+    agent = agent_on(ScriptedStream(say("Ok.")), stores)
+    held, release = threading.Event(), threading.Event()
+
+    def hold_the_window() -> None:
+        with agent._window:
+            held.set()
+            release.wait(10)
+
+    holder = threading.Thread(target=hold_the_window)
+    holder.start()
+    try:
+        assert held.wait(10)
+        assert not agent.prepare(QUESTION), "a turn under way: nothing is read ahead"
+    finally:
+        release.set()
+        holder.join()
+    assert not agent.prepare("   "), "nothing typed: nothing to read"
+
+
+def test_a_draft_is_a_request_of_the_protocol() -> None:
+    from pydantic import TypeAdapter
+
+    parsed = TypeAdapter(Request).validate_json('{"type": "draft", "text": "Where is"}')
+    assert parsed == Draft(text="Where is")
+
+
+@pytest.mark.slow
+def test_the_real_server_reads_almost_nothing_for_a_prepared_message(
+    fast_llm: LLMClient, stores: Stores
+) -> None:
+    agent = agent_on(fast_llm, stores)
+    agent.respond(UserText("Hello, I'm Sam."))
+    assert agent.prepare(QUESTION)
+    turn = agent.respond(UserText(QUESTION))
+    reading = fast_llm.last_reading
+    assert turn.error is None and turn.reply
+    assert reading is not None and reading.read < 10, reading
