@@ -61,10 +61,21 @@ async def reload(screen: MemoryScreen, action: Callable[[], object]) -> None:
 
 
 async def point_at(pilot: Pilot[Any], screen: MemoryScreen, text: str) -> None:
+    """Put the cursor on the row of the memory with ``text``: found by its key, as a page
+    loaded meanwhile (the ratings' or a search's) may have put the rows in another order."""
     table = screen.query_one(MemoryTable)
     table.focus()
-    row = next(i for i, m in enumerate(table.memories.values()) if m.text == text)
-    table.move_cursor(row=row)
+
+    def on_it() -> bool:
+        current = table.current
+        if current is not None and current.text == text:
+            return True
+        key = next((key for key, m in table.memories.items() if m.text == text), None)
+        if key is not None:
+            table.move_cursor(row=table.get_row_index(key))
+        return False
+
+    await wait_for(on_it, 10)
     await pilot.pause()
 
 

@@ -207,7 +207,12 @@ class LocalLLMServer:
             # A quantized V cache needs it.
             "--flash-attn",
             "off" if options.kv_cache_type == "f16" else "on",
-            "--jinja",
+            # The GGUF's chat template through llama-server's Jinja engine (its default) renders
+            # our prompts otherwise than the ChatML that llama-cpp-python's server writes and
+            # that the agents' prompts were tuned on: with it the 1.5B sub-agent finished
+            # without writing its note (tests/test_tasks_real.py), without it it wrote it.
+            # Native tool calls, the one thing that needs it, go to other endpoints.
+            "--no-jinja",
             "--no-webui",
             *slots,
         ]
