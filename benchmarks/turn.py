@@ -176,10 +176,12 @@ def converse(
 
     gate = ForegroundGate()
     background = BackgroundLLM(runtime.background_client, gate)
-    # As in the app: each new memory is rated by the same LLM in the background.
+    # As in the app: each new memory is rated by the same LLM in the background, and the
+    # window's summaries, on the idle-priority background server, do not give way to replies.
     stores = open_stores(folder, real_embedder(), background, settings.agent.core_memory_chars)
     clocked = Clocked(runtime.client, defeat)
-    agent = open_agent(settings, clocked, stores, gate, background=background)
+    summaries = BackgroundLLM(runtime.background_client, gate, lambda: True)
+    agent = open_agent(settings, clocked, stores, gate, background=summaries)
     if agent.compactor is not None:
         agent.compactor.handoff = runtime.handoff(background.exclusive)
     timing = Timing()

@@ -350,6 +350,25 @@ def test_a_background_request_gives_way_to_a_reply_and_is_asked_again() -> None:
     assert endpoint.closed_early == 1, "the abandoned request's stream was closed"
 
 
+def test_background_work_on_idle_cores_goes_on_through_a_reply() -> None:
+    """On a server that computes only on idle cores a request cannot slow a reply: it starts
+    while one is written and is not abandoned for it (a summary of the window would otherwise
+    start over at every turn and never end)."""
+    reply = json.dumps({"summary": " ".join(["words"] * 12)})
+    with scripted_endpoint("slow_stream", reply) as (url, endpoint):
+        gate = ForegroundGate()
+        background = BackgroundLLM(LLMClient(Endpoint(url, "scripted")), gate, lambda: True)
+        result: dict[str, object] = {}
+        with gate.foreground():  # a reply is being written from start to end
+            worker = threading.Thread(
+                target=lambda: result.update(background.complete_json([], {"type": "object"}))
+            )
+            worker.start()
+            worker.join(15)
+    assert result == json.loads(reply)
+    assert len(endpoint.requests) == 1 and endpoint.closed_early == 0
+
+
 def test_closing_the_gate_abandons_background_work_at_once_and_for_good() -> None:
     reply = json.dumps({"importance": 3, "why": " ".join(["because"] * 40)})
     with scripted_endpoint("slow_stream", reply) as (url, endpoint):

@@ -8,7 +8,7 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any, Protocol
 
@@ -85,9 +85,19 @@ class BackgroundLLM:
     gives way (abandoned, then asked again once the reply is done) if a reply starts while
     it runs."""
 
-    def __init__(self, client: CancellableJsonLLM, gate: ForegroundGate) -> None:
+    def __init__(
+        self,
+        client: CancellableJsonLLM,
+        gate: ForegroundGate,
+        on_idle_cores: Callable[[], bool] = lambda: False,
+    ) -> None:
         self.client = client
         self.gate = gate
+        # True while the client is a server that computes only on idle cores (the runtime's
+        # background llama-server): a request then neither waits for replies nor gives way
+        # to one, since it cannot slow them, and long work (a summary of the window) finishes
+        # in the pauses between turns instead of starting over at every turn.
+        self.on_idle_cores = on_idle_cores
 
     def count_tokens(self, text: str) -> int:
         return counter_of(self.client)(text)
@@ -108,7 +118,7 @@ class BackgroundLLM:
             if abandon.is_set():
                 raise LLMCancelled("background work was cancelled or is closing")
             # After MAX_WAIT_S of replies it goes ahead anyway, and is not abandoned for one.
-            waited = self._wait_idle(abandon)
+            waited = not self.on_idle_cores() and self._wait_idle(abandon)
             stop = _Either(self.gate.preempt if waited else None, abandon)
             try:
                 with self._turn(abandon):

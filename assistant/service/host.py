@@ -137,7 +137,7 @@ class AgentHost:
                 self.stores,
                 self.gate,
                 tools=(*TOOLS, *extra),
-                background=BackgroundLLM(self.background, self.gate),
+                background=BackgroundLLM(self.background, self.gate, self._background_apart),
             )
         return self.agent
 
@@ -247,6 +247,12 @@ class AgentHost:
                     self.graph_learner = GraphLearner(
                         graph, self.stores.stream, self.stores.archival
                     )
+
+    def _background_apart(self) -> bool:
+        """Background work has a server of its own (at idle priority, or another endpoint's),
+        so it cannot slow a reply."""
+        client = self.background.client
+        return client is not None and client is not self.llm.client
 
     def _hand_off_prompts(self) -> None:
         """Compactions' new prompts are read on the background server and handed to the
