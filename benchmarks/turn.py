@@ -203,18 +203,19 @@ def converse(
                 if "sentence" not in marks and _SENTENCE_END.search("".join(heard)):
                     marks["sentence"] = now
 
+            swaps = agent.compactions
             time.sleep(pause_s)
             if draft_lead_s is not None and not defeat:
                 threading.Thread(target=agent.prepare, args=(text,), daemon=True).start()
                 time.sleep(draft_lead_s)
-            summary = agent.context.summary
             clocked.first_piece = None
             clocked.read = []
             started = time.perf_counter()
             turn = agent.respond(UserText(text), on_text=listen)
             ended = time.perf_counter()
-            compacted = agent.context.summary != summary and not turn.flushed
-            timing.compactions += compacted
+            # Swapped in during the pause before this turn, or at its start.
+            compacted = agent.compactions > swaps
+            timing.compactions = agent.compactions
             timing.flushes += turn.flushed
             if clocked.first_piece is not None:
                 timing.first_token.append((clocked.first_piece - started) * 1000)

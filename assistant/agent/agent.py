@@ -224,6 +224,8 @@ class Agent:
         self.context_path = context_path
         # Held while the window changes: a turn, a note, a compaction swapped in.
         self._window = threading.RLock()
+        # Summaries swapped in from the background so far.
+        self.compactions = 0
         # A message prepared before it was sent (``prepare``), with what was retrieved for it.
         self._prepared: _Prepared | None = None
 
@@ -493,6 +495,7 @@ class Agent:
             log.info("a background summary was overtaken by a flush; dropped")
             return False
         self._warned = False
+        self.compactions += 1
         if self.context_path is not None:
             save_context(self.context_path, self.context)
         adopted = compactor.adopt(done)

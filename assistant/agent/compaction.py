@@ -81,7 +81,9 @@ def json_summariser(llm: JsonLLM) -> Summariser:
     """Ask ``llm`` (the background one) for the summary as a grammar-held JSON string."""
 
     def ask(prompt: list[Message]) -> str:
-        reply = llm.complete_json(prompt, SUMMARY_SCHEMA, max_tokens=SUMMARY_WORDS * 2)
+        # Room for the JSON around the words and for a model that writes past the limit: at
+        # twice the words, the 0.5B model's summaries were cut off mid-string.
+        reply = llm.complete_json(prompt, SUMMARY_SCHEMA, max_tokens=SUMMARY_WORDS * 4)
         summary = reply.get("summary")
         return summary if isinstance(summary, str) else ""
 
