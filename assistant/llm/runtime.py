@@ -18,6 +18,12 @@ from assistant.settings import Settings
 
 log = logging.getLogger(__name__)
 
+# The background server computes only while the cores are free, so a long request (a
+# window's summary, reading its new prompt ahead) may take minutes while the user talks: at
+# llm.timeout_s (120 s) such a request timed out and the compaction's prompt was not handed
+# over (the turn benchmark's turn 22 read 2,525 tokens).
+BACKGROUND_TIMEOUT_S = 900.0
+
 
 def llama_server_binary(configured: Path | None) -> Path | None:
     """llama.cpp's server: the configured binary, else the one the install step put beside
@@ -136,7 +142,9 @@ class LLMRuntime:
                 self.background_server.options.model_alias,
                 is_local=True,
             )
-            self.background_client = self._client(endpoint)
+            self.background_client = self._client(
+                endpoint, max(self.settings.llm.timeout_s, BACKGROUND_TIMEOUT_S)
+            )
             if self.background_server.options.slot_dir is not None:
                 self.background_slots = SlotCache(endpoint.base_url, self._slot_file("prepared"))
         return self.background_client
@@ -189,11 +197,11 @@ class LLMRuntime:
             on_status=on_status,
         )
 
-    def _client(self, endpoint: Endpoint) -> LLMClient:
+    def _client(self, endpoint: Endpoint, timeout_s: float | None = None) -> LLMClient:
         llm = self.settings.llm
         return LLMClient(
             endpoint,
-            timeout_s=llm.timeout_s,
+            timeout_s=timeout_s or llm.timeout_s,
             json_mode=llm.json_mode,
             tool_calling=llm.tool_calling,
             count_tokens=self._local_counter() if endpoint.is_local else estimate_tokens,
