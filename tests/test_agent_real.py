@@ -60,7 +60,10 @@ def test_a_fact_from_turn_1_is_retrieved_into_the_prompt_at_turn_25(
     context = ContextWindow(
         instructions(), stores.core, ContextConfig(window_tokens=1700, reply_tokens=160)
     )
-    agent = Agent(llm, stores, context, AgentConfig(max_steps=2, max_errors=1))
+    # Greedy: at the default temperature the first reply varied run to run, and so did what
+    # the window held at turn 25.
+    config = AgentConfig(max_steps=2, max_errors=1, temperature=0.0)
+    agent = Agent(llm, stores, context, config)
     fact = "My sister Beatrix lives in Porto and works as a marine biologist."
     turns = [agent.respond(UserText(fact))]
     # Turns 2-24 only fill the window: their replies are scripted (the model would take

@@ -385,8 +385,8 @@ def test_two_clients_starting_it_at_once_share_one_service(
             assert first == second, "both attached to the one service that owns the folder"
         finally:
             assert brain(loaded, "stop").returncode == 0
-        time.sleep(1)
-        assert OwnerLock(loaded.settings.data_dir).wait_free(0), "the second service left"
+        # Within seconds (a loaded machine took more than the 1 s this once allowed).
+        assert OwnerLock(loaded.settings.data_dir).wait_free(10), "the second service left"
 
 
 def test_clients_that_do_not_start_it_say_so(loaded_for: Callable[..., LoadedConfig]) -> None:

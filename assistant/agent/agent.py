@@ -250,6 +250,9 @@ class Agent:
         turn = Turn()
         prompt = event.prompt()
         self.context.note_core_changes()  # the user may have edited it since the last turn
+        # Before the event: small models heed the last message most, and it must be the
+        # user's (pushed after it, the warning was what the 0.5B model answered).
+        self._warn_if_full()
         shown = self._prepared_for(prompt)
         if shown is None:
             shown = self._retrieve(prompt)
@@ -413,9 +416,8 @@ class Agent:
 
     # Context
 
-    def _manage_pressure(self) -> bool:
-        """Warn the model at warning_share of the window; evict into the summary at
-        flush_share (the warning counted). Returns whether it flushed."""
+    def _warn_if_full(self) -> None:
+        """Warn the model once the window passes warning_share (once until a compaction)."""
         pressure = self.context.pressure()
         if pressure >= self.context.config.warning_share and not self._warned:
             self._warned = True
@@ -429,6 +431,10 @@ class Agent:
                     ),
                 }
             )
+
+    def _manage_pressure(self) -> bool:
+        """Evict into the summary at flush_share: the fallback for a window that fills
+        inside a turn. Returns whether it flushed."""
         if self.context.pressure() >= self.context.config.flush_share:
             return self._flush()
         return False
