@@ -385,7 +385,10 @@ def test_two_clients_starting_it_at_once_share_one_service(
             assert first == second, "both attached to the one service that owns the folder"
         finally:
             assert brain(loaded, "stop").returncode == 0
-        # Within seconds (a loaded machine took more than the 1 s this once allowed).
+        # A second service slow to start (a loaded machine: seen in full-suite runs) finds the
+        # folder free only once the first has stopped, and takes it over; it is stopped too.
+        if not OwnerLock(loaded.settings.data_dir).wait_free(5):
+            assert brain(loaded, "stop").returncode == 0
         assert OwnerLock(loaded.settings.data_dir).wait_free(10), "the second service left"
 
 
