@@ -14,10 +14,11 @@ import logging
 import threading
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Protocol
 
 from assistant.agent.context import transcript
 from assistant.llm.client import JsonSchema, LLMError, Message
+from assistant.llm.priority import CancellableJsonLLM
 
 log = logging.getLogger(__name__)
 
@@ -31,18 +32,6 @@ SUMMARY_SCHEMA: JsonSchema = {
 }
 
 Summariser = Callable[[list[Message]], str]
-
-
-class JsonLLM(Protocol):
-    def complete_json(
-        self,
-        messages: Sequence[Message],
-        schema: JsonSchema,
-        *,
-        max_tokens: int | None = None,
-        temperature: float | None = 0.0,
-        cancel: threading.Event | None = None,
-    ) -> dict[str, Any]: ...
 
 
 def summary_prompt(previous: str, evicted: Sequence[Message]) -> list[Message]:
@@ -77,7 +66,7 @@ def summarise(ask: Summariser, previous: str, evicted: Sequence[Message]) -> str
     return summary.strip()
 
 
-def json_summariser(llm: JsonLLM) -> Summariser:
+def json_summariser(llm: CancellableJsonLLM) -> Summariser:
     """Ask ``llm`` (the background one) for the summary as a grammar-held JSON string."""
 
     def ask(prompt: list[Message]) -> str:

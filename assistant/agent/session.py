@@ -8,12 +8,12 @@ from pathlib import Path
 
 from assistant.agent.actions import Action
 from assistant.agent.agent import FALLBACK_MESSAGE, Agent, AgentConfig, AgentLLM, instructions
-from assistant.agent.compaction import Compactor, JsonLLM, json_summariser
+from assistant.agent.compaction import Compactor, json_summariser
 from assistant.agent.context import ContextConfig, ContextWindow
 from assistant.agent.context_store import load_context
 from assistant.agent.core_memory import CoreMemory
 from assistant.agent.tools import TOOLS, SendMessage, Stores, Tool
-from assistant.llm.priority import ForegroundGate
+from assistant.llm.priority import CancellableJsonLLM, ForegroundGate
 from assistant.llm.tokens import counter_of
 from assistant.settings import Settings
 from memory.archival import ArchivalStore
@@ -66,7 +66,7 @@ def open_agent(
     stores: Stores,
     gate: ForegroundGate | None = None,
     tools: Sequence[Tool] = TOOLS,
-    background: JsonLLM | None = None,
+    background: CancellableJsonLLM | None = None,
 ) -> Agent:
     """The agent on ``stores``, its window as it was saved at the end of the last turn (else
     rebuilt from recall storage); ``background`` writes the summaries of compactions (None:
