@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import atexit
 import os
 import shutil
 import tempfile
@@ -11,6 +12,9 @@ from pathlib import Path
 import pytest
 
 os.environ["HF_HUB_OFFLINE"] = "1"
+# No test reads or writes the user's own data folder (a saved window there once leaked into a
+# test that opened the agent on default settings).
+os.environ["XDG_DATA_HOME"] = tempfile.mkdtemp(prefix="brain-os-test-data-")
 
 from assistant.config import LoadedConfig, load_config
 from assistant.llm.client import LLMClient
@@ -29,6 +33,7 @@ from voice.stt import WhisperSTT
 from voice.tts import PiperTTS
 
 REPO = Path(__file__).resolve().parent.parent
+atexit.register(shutil.rmtree, os.environ["XDG_DATA_HOME"], ignore_errors=True)
 
 
 @pytest.fixture(scope="session")

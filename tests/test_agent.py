@@ -401,7 +401,9 @@ def tools_allowed(schema: dict[str, Any] | None) -> list[str]:
     ]
 
 
-def test_a_restart_resumes_the_conversation_without_the_failure_apology(stores: Stores) -> None:
+def test_a_restart_resumes_the_conversation_without_the_failure_apology(
+    stores: Stores, tmp_path: Path
+) -> None:
     for role, text in [
         ("user", "Hi, I am Rita."),
         ("assistant", FALLBACK_MESSAGE),
@@ -409,7 +411,9 @@ def test_a_restart_resumes_the_conversation_without_the_failure_apology(stores: 
         ("assistant", "In Porto."),
     ]:
         stores.recall.append(role, text, conversation_id="main")
-    agent = open_agent(Settings(), ScriptedStream(say("Hello.")), stores)
+    # No saved window in the data folder: the window is rebuilt from recall.
+    settings = Settings(data_dir=tmp_path / "data")
+    agent = open_agent(settings, ScriptedStream(say("Hello.")), stores)
     resumed = [str(m["content"]) for m in agent.context.fifo]
     assert resumed[0] == "Hi, I am Rita." and resumed[1] == "Where does Ana live?"
     assert json.loads(resumed[2]) == {"message": "In Porto."}
