@@ -182,8 +182,7 @@ def converse(
     clocked = Clocked(runtime.client, defeat)
     summaries = BackgroundLLM(runtime.background_client, gate, lambda: True)
     agent = open_agent(settings, clocked, stores, gate, background=summaries)
-    if agent.compactor is not None:
-        agent.compactor.handoff = runtime.handoff(background.exclusive)
+    agent.reads_ahead = True  # as the service sets it for a local server
     timing = Timing()
     label = "defeated" if defeat else "reused"
     # One untimed turn first: the model's weights paged in, the cache holding the prefix.

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import threading
+from collections import OrderedDict
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Protocol
@@ -10,6 +12,9 @@ import numpy as np
 from numpy.typing import NDArray
 
 MAX_TOKENS = 256
+# Texts whose vectors are kept: a turn embeds the user's words for retrieval, then again for
+# recall storage (and a draft read ahead embeds them before both).
+RECENT_VECTORS = 64
 
 
 class Embedder(Protocol):
@@ -23,7 +28,13 @@ class OnnxSentenceEmbedder:
     """Mean-pooled, L2-normalised sentence vectors (all-MiniLM-L6-v2 by default)."""
 
     def __init__(
-        self, model_path: Path, tokenizer_path: Path, *, threads: int = 2, batch_size: int = 64
+        self,
+        model_path: Path,
+        tokenizer_path: Path,
+        *,
+        threads: int = 2,
+        batch_size: int = 64,
+        remembered: int = RECENT_VECTORS,
     ) -> None:
         import onnxruntime
         from tokenizers import Tokenizer
@@ -43,15 +54,33 @@ class OnnxSentenceEmbedder:
         self._tokenizer.enable_padding()
         self.batch_size = batch_size
         self.dimensions: int = int(self._session.get_outputs()[0].shape[-1])
+        self.remembered = remembered  # how many recent texts' vectors are kept
+        self._recent: OrderedDict[str, NDArray[np.float32]] = OrderedDict()
+        self._recent_lock = threading.Lock()
 
     def embed(self, texts: Sequence[str]) -> NDArray[np.float32]:
         if not texts:
             return np.zeros((0, self.dimensions), dtype=np.float32)
-        batches = [
-            self._embed_batch(texts[start : start + self.batch_size])
-            for start in range(0, len(texts), self.batch_size)
-        ]
-        return np.concatenate(batches)
+        with self._recent_lock:
+            known = {text: self._recent[text] for text in texts if text in self._recent}
+        missing = list(dict.fromkeys(text for text in texts if text not in known))
+        if missing:
+            batches = [
+                self._embed_batch(missing[start : start + self.batch_size])
+                for start in range(0, len(missing), self.batch_size)
+            ]
+            computed = dict(zip(missing, np.concatenate(batches), strict=True))
+            known |= computed
+            with self._recent_lock:
+                for text in missing[-self.remembered :] if self.remembered else ():
+                    self._recent[text] = computed[text].copy()  # not a view of the batch
+                while len(self._recent) > self.remembered:
+                    self._recent.popitem(last=False)
+        with self._recent_lock:
+            for text in known:
+                if text in self._recent:
+                    self._recent.move_to_end(text)
+        return np.stack([known[text] for text in texts])
 
     def _embed_batch(self, texts: Sequence[str]) -> NDArray[np.float32]:
         encodings = self._tokenizer.encode_batch(list(texts))

@@ -203,7 +203,9 @@ def test_context_overflow_flushes_and_retries_once(stores: Stores) -> None:
     assert turn.reply == "Second." and turn.flushed
     assert agent.context.summary == "A summary." and len(llm.summaries) == 1
     assert "user: One" in llm.summaries[0][-1]["content"]
-    assert llm.calls[2][1]["content"].startswith("Summary of earlier conversation:")
+    # Retried with the summary noted just before the event (the event stays last).
+    assert llm.calls[2][-2]["content"] == "[summary of the earlier conversation]\nA summary."
+    assert llm.calls[2][-1] == {"role": "user", "content": "Two"}
     twice = ScriptedStream(overflow)
     agent = make_agent(twice, stores)
     agent.respond(UserText("Three"))
@@ -379,6 +381,38 @@ def test_a_spoken_reply_cut_off_is_followed_by_a_note_of_what_was_heard(stores: 
         {"role": "system", "content": note},
         {"role": "user", "content": "Stop, thanks."},
     ]
+
+
+def test_the_user_is_in_recall_before_the_model_is_asked_and_in_the_stream_after(
+    stores: Stores,
+) -> None:
+    seen: dict[str, Any] = {}
+
+    def reply(messages: Any) -> str:
+        seen["recall"] = recalled(stores)
+        seen["stream"] = [r.text for r in stores.stream.list_memories(page_size=10).items]
+        return say("Noted, Rita.")
+
+    agent = make_agent(ScriptedStream(reply), stores)
+    agent.respond(UserText("I am Rita and I live in Porto."))
+    # Asked with the words durable in recall; the stream record (embedding, near-copy check)
+    # waited for the first token.
+    assert seen == {"recall": [("user", "I am Rita and I live in Porto.")], "stream": []}
+    records = {r.text: r.id for r in stores.stream.list_memories(page_size=10).items}
+    user = records["User: I am Rita and I live in Porto."]
+    assert "Brain OS: Noted, Rita." in records
+    # The window knows the message shows its record: it is not retrieved for the next event.
+    assert user in agent.context.in_view()
+
+
+def test_a_turn_whose_model_fails_still_records_the_message_in_the_stream(
+    stores: Stores,
+) -> None:
+    agent = make_agent(ScriptedStream(LLMReplyError("the server sent nonsense")), stores)
+    turn = agent.respond(UserText("Remember the blue door."))
+    assert turn.error is not None
+    texts = {r.text for r in stores.stream.list_memories(page_size=10).items}
+    assert "User: Remember the blue door." in texts
 
 
 def test_a_reply_cut_before_any_of_it_was_heard(stores: Stores) -> None:

@@ -221,7 +221,7 @@ def test_retrieved_memories_stay_and_are_not_shown_again_while_in_view(stores: S
     assert "Beatrix lives in Porto" in chat.llm.prompts[2][-2]["content"]
 
 
-def test_core_memory_edits_are_noted_and_reach_the_prefix_at_a_flush(stores: Stores) -> None:
+def test_core_memory_edits_are_noted_and_restated_with_a_flush_s_summary(stores: Stores) -> None:
     overflow = LLMContextOverflow("the prompt does not fit the context window")
     model = ScriptedStream(
         say("Hello."), say("Noted."), overflow, say("Still here."), say("Good night.")
@@ -239,8 +239,13 @@ def test_core_memory_edits_are_noted_and_reach_the_prefix_at_a_flush(stores: Sto
     flushed = chat.respond(UserText("Tell me more."))  # overflows: evicts, then retries
     assert flushed.flushed and flushed.reply == "Still here."
     rewritten = chat.llm.prompts[3]
-    assert "Name: Rita." in rewritten[0]["content"]  # the prefix takes up the edit
-    assert rewritten[1]["content"].startswith("Summary of earlier conversation:")
+    assert rewritten[0] == before[0], "the prefix stays as it was sent"
+    # The summary's note restates the edit (its own note may have been evicted), before the
+    # event being answered.
+    note = rewritten[-2]["content"]
+    assert note.startswith("[summary of the earlier conversation]")
+    assert note.endswith("[core memory] human now reads:\nName: Rita.")
+    assert rewritten[-1] == {"role": "user", "content": "Tell me more."}
 
     chat.respond(UserText("Good night."))  # no edit since the flush: no note
     assert_extends(rewritten, chat.llm.prompts[4], "after the flush")

@@ -1,6 +1,7 @@
 """Compaction off the reply path: the window's oldest part is summarised in the background after
-a turn that filled it, swapped in at a turn boundary, read ahead by the conversation's server,
-and saved with the window so a restart sends the same prompt. Real stores (LanceDB, the real
+a turn that filled it, swapped in at a turn boundary (the oldest messages leave, the summary is
+appended as a note, so the server keeps the rest of the prompt it read), read ahead, and saved
+with the window so a restart sends the same prompt. Real stores (LanceDB, the real
 embedder); a scripted conversation model for control flow, then the real local model."""
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ import pytest
 
 from assistant.agent.agent import Agent, AgentConfig, instructions
 from assistant.agent.compaction import SUMMARY_SCHEMA, Compactor, json_summariser
-from assistant.agent.context import ContextConfig, ContextWindow
+from assistant.agent.context import ContextConfig, ContextWindow, is_summary_note, transcript
 from assistant.agent.context_store import load_context, save_context
 from assistant.agent.events import UserText
 from assistant.agent.session import CONTEXT_FILE, open_agent, open_stores
@@ -60,20 +61,6 @@ class HeldSummaries:
         return {"summary": self.summary}
 
 
-class RecordedHandoff:
-    def __init__(self) -> None:
-        self.prepared: list[list[Message]] = []
-        self.adopted = 0
-
-    def prepare(self, messages: Sequence[Message]) -> bool:
-        self.prepared.append(list(messages))
-        return True
-
-    def adopt(self) -> bool:
-        self.adopted += 1
-        return True
-
-
 def compacting_agent(
     llm: Any, stores: Stores, background: Any, path: Path | None = None, window: int = 2600
 ) -> Agent:
@@ -108,9 +95,8 @@ def test_a_full_window_is_summarised_in_the_background_and_swapped_in_at_a_turn(
     model = ScriptedStream(say("Lovely."))
     background = HeldSummaries()
     agent = compacting_agent(model, stores, background, tmp_path / CONTEXT_FILE)
+    agent.reads_ahead = True
     assert agent.compactor is not None
-    handoff = RecordedHandoff()
-    agent.compactor.handoff = handoff
     assert fill(agent) > 1
     assert agent.context.pressure() >= agent.context.config.compact_share
     assert not agent.context.summary
@@ -125,21 +111,24 @@ def test_a_full_window_is_summarised_in_the_background_and_swapped_in_at_a_turn(
     assert prompt.startswith("Summary so far:\n(none)") and "0: I spent" in prompt
     assert not model.summaries, "nothing was summarised on the conversation's model"
 
-    # Done while no turn runs: swapped in at once, the new prompt read ahead (up to where
-    # the compaction began) and handed to the conversation's server.
+    # Done while no turn runs: swapped in at once. The oldest messages left and the summary
+    # came at the end: the rest of the prompt is as the server read it, in the same order.
     before = agent.context.pressure()
-    added = len(agent.context.fifo) - held  # since the compaction began
+    kept_before = agent.context.messages()
     background.release.set()
     assert agent.compactor.wait(10)
     assert agent.context.summary == "Sam repotted plants all afternoon."
     assert agent.context.pressure() < before
-    assert "0: I spent" not in json.dumps(agent.context.fifo)
-    assert handoff.adopted == 1 and len(handoff.prepared) == 1
-    prepared = handoff.prepared[0]
-    assert prepared[-1] == {"role": "user", "content": "…"}
     now = agent.context.messages()
-    assert prepared[:-1] == now[: len(prepared) - 1], "the prompt as it is sent from now on"
-    assert now[len(prepared) - 1 :] == agent.context.fifo[-added:], "only the turn since is new"
+    assert "0: I spent" not in json.dumps(now)
+    assert now[0] == kept_before[0], "the prefix is as it was sent"
+    assert now[-1] == {
+        "role": "system",
+        "content": "[summary of the earlier conversation]\nSam repotted plants all afternoon.",
+    }
+    assert now[1:-1] == kept_before[len(kept_before) - len(now) + 2 :], "the rest kept in order"
+    # And the note was read ahead at once, so the next turn does not read it.
+    assert model.summaries[-1] == [*now, {"role": "user", "content": "…"}]
 
     # The window was saved with its summary: opened again, the prompt is the same.
     again = ContextWindow(instructions(), stores.core)
@@ -172,7 +161,9 @@ def test_a_summary_finished_during_a_turn_waits_for_the_turn_boundary(
     model.replies = [say("Fine.")]
     agent.respond(UserText("And the fern?"))
     assert agent.context.summary == background.summary, "swapped in at the next turn's start"
-    assert model.calls[-1][1]["content"].endswith(background.summary)
+    sent = model.calls[-1]
+    assert sent[-1] == {"role": "user", "content": "And the fern?"}, "the event comes last"
+    assert sent[-2]["content"].endswith(background.summary)
 
 
 def test_a_summary_overtaken_by_an_overflow_flush_is_dropped(stores: Stores) -> None:
@@ -273,3 +264,48 @@ def test_open_agent_gives_the_agent_a_background_compactor(
         fast_settings, ScriptedStream(say("Hi.")), stores, background=HeldSummaries()
     )
     assert background.compactor is not None
+
+
+def test_a_compaction_takes_the_last_summary_note_with_the_oldest_messages(
+    stores: Stores,
+) -> None:
+    context = ContextWindow(instructions(), stores.core, ContextConfig(window_tokens=8192))
+    for n in range(6):
+        context.push({"role": "user", "content": f"{n}: {LONG}"})
+    context.add_summary("The first summary.")
+    for n in range(6, 10):
+        context.push({"role": "user", "content": f"{n}: {LONG}"})
+    # Half the tokens would stop short of the note; it goes too, so only one summary (the
+    # new one, which is written from it) is in view afterwards.
+    count = context.eviction_count()
+    assert count == 7 and is_summary_note(context.fifo[count - 1])
+    assert "The first summary." not in transcript(context.fifo[:count])
+    assert context.compact("The second summary.", context.fifo[:count])
+    notes = [m["content"] for m in context.fifo if is_summary_note(m)]
+    assert notes == ["[summary of the earlier conversation]\nThe second summary."]
+    # A note among the newest messages stays: taking it would empty the window.
+    context.add_summary("A third summary.")
+    context.push({"role": "user", "content": "Latest."})
+    assert not is_summary_note(context.fifo[context.eviction_count() - 1])
+
+
+def test_a_window_saved_with_the_summary_on_top_opens_with_it_as_a_note(
+    stores: Stores, tmp_path: Path
+) -> None:
+    saved = {
+        "format": 1,
+        "instructions": instructions(),
+        "summary": "Sam moved to Leeds.",
+        "core_snapshot": "",
+        "core_seen": {},
+        "fifo": [{"role": "user", "content": "Hello again."}],
+        "shows": [[]],
+    }
+    (tmp_path / "w.json").write_text(json.dumps(saved))
+    context = ContextWindow(instructions(), stores.core)
+    assert load_context(tmp_path / "w.json", context)
+    assert context.summary == "Sam moved to Leeds."
+    assert context.fifo == [
+        {"role": "system", "content": "[summary of the earlier conversation]\nSam moved to Leeds."},
+        {"role": "user", "content": "Hello again."},
+    ]

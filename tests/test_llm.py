@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import contextlib
 import json
 import os
 import signal
@@ -15,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from assistant.agent.context import ahead_of_a_turn
+from assistant.agent.context import SUMMARY_HEAD, ahead_of_a_turn
 from assistant.llm.client import (
     Endpoint,
     LLMCancelled,
@@ -472,29 +471,29 @@ def test_llama_server_reuses_the_cache_after_messages_left_the_middle(
 
 
 @pytest.mark.slow
-def test_a_prompt_read_on_the_background_server_is_handed_to_the_conversations(
+def test_a_compacted_prompt_reads_only_its_summary_note(
     fast_settings: Settings, tmp_path: Path
 ) -> None:
-    """After a compaction the background server reads the new prompt and the conversation's
-    server loads its KV cache: the next turn reads only its own message."""
+    """A compaction removes the oldest messages and appends the summary: llama-server shifts
+    the cached key/values of the messages kept into place (--cache-reuse) and reads only the
+    note, where a summary at the top would have it read all that follows it again."""
     settings = make_settings("fast", tmp_path / "data", tmp_path / "cache")
-    runtime = LLMRuntime(settings)
-    prompt = [
-        {"role": "system", "content": "You are Brain OS. " + "Keep replies short. " * 40},
-        {"role": "system", "content": "Summary of earlier conversation:\nSam lives in Leeds."},
-        *[{"role": "user", "content": f"Fact {n}: the cat sat on the mat."} for n in range(12)],
+    prefix = {"role": "system", "content": "You are Brain OS. " + "Keep replies short. " * 40}
+    said = [
+        {"role": "user", "content": f"Fact {n}: " + "the cat sat on the mat by the door. " * 8}
+        for n in range(16)
     ]
-    with runtime as client:
-        client.complete([{"role": "user", "content": "Something else entirely."}], max_tokens=1)
-        runtime.start_background()
-        handoff = runtime.handoff(contextlib.nullcontext)
-        assert handoff is not None
-        assert handoff.prepare(ahead_of_a_turn(prompt))
-        assert handoff.adopt()
-        asked = [*prompt, {"role": "user", "content": "Where does Sam live?"}]
-        assert "".join(client.stream(asked, max_tokens=2))
-        reading = client.last_reading
-        assert reading is not None and reading.cached > 300 and reading.read < 30, reading
+    note = {"role": "system", "content": f"{SUMMARY_HEAD}\nSam told eight facts about a cat."}
+    with LLMRuntime(settings) as client:
+        client.complete(ahead_of_a_turn([prefix, *said]), max_tokens=1)
+        client.complete(ahead_of_a_turn([prefix, *said[8:], note]), max_tokens=1)
+        appended = client.last_reading
+        client.complete(ahead_of_a_turn([prefix, *said]), max_tokens=1)
+        client.complete(ahead_of_a_turn([prefix, note, *said[8:]]), max_tokens=1)
+        on_top = client.last_reading
+    assert appended is not None and on_top is not None
+    assert appended.cached > 500 and appended.read < 60, appended
+    assert on_top.read > 500, on_top
 
 
 @pytest.mark.slow

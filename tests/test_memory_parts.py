@@ -17,7 +17,7 @@ from memory.embedder import OnnxSentenceEmbedder
 @pytest.fixture(scope="module")
 def small_batches(fast_settings: Settings) -> OnnxSentenceEmbedder:
     paths = ProfileModels(fast_settings).embedder()
-    return OnnxSentenceEmbedder(paths.model, paths.tokenizer, batch_size=4)
+    return OnnxSentenceEmbedder(paths.model, paths.tokenizer, batch_size=4, remembered=0)
 
 
 def test_embeddings_are_normalised_and_meaningful(small_batches: OnnxSentenceEmbedder) -> None:
@@ -40,6 +40,29 @@ def test_batching_does_not_change_vectors(small_batches: OnnxSentenceEmbedder) -
     together = small_batches.embed(texts)
     alone = np.stack([small_batches.embed([t])[0] for t in texts])
     assert np.allclose(together, alone, atol=1e-4)
+
+
+def test_a_text_embedded_again_is_not_computed_again(
+    fast_settings: Settings, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    paths = ProfileModels(fast_settings).embedder()
+    embedder = OnnxSentenceEmbedder(paths.model, paths.tokenizer, remembered=2)
+    computed: list[str] = []
+    compute = embedder._embed_batch
+
+    def counted(texts: list[str]) -> np.ndarray:
+        computed.extend(texts)
+        return compute(texts)
+
+    monkeypatch.setattr(embedder, "_embed_batch", counted)
+    first = embedder.embed(["Where does Ana live?", "Where does Ana live?", "Porto"])
+    assert computed == ["Where does Ana live?", "Porto"], "a repeat in one call is computed once"
+    again = embedder.embed(["Porto", "Where does Ana live?"])
+    assert computed == ["Where does Ana live?", "Porto"], "a turn's second embedding is free"
+    assert np.array_equal(again, first[[2, 0]])
+    embedder.embed(["Lisbon", "Leeds"])  # only the last two texts are kept
+    embedder.embed(["Porto"])
+    assert computed[-1] == "Porto"
 
 
 def test_database_folder_is_private_and_usable(tmp_path: Path) -> None:

@@ -14,6 +14,7 @@ import socket
 import stat
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -26,6 +27,7 @@ from assistant.service.paths import OwnerLock, socket_path
 from assistant.service.protocol import (
     MAX_SAY_CHARS,
     Cancel,
+    Draft,
     GetTasks,
     Hello,
     History,
@@ -426,3 +428,28 @@ def _alive(pid: int) -> bool:
     except ProcessLookupError:
         return False
     return True
+
+
+async def test_drafts_sent_during_a_read_leave_only_the_newest_to_read(
+    loaded_for: Callable[..., LoadedConfig], start_service: Callable[..., InProcess]
+) -> None:
+    with scripted_endpoint("stream", action("Noted.")) as (url, _):
+        loaded = loaded_for(**{"llm.base_url": url})
+        running = start_service(loaded)
+        read: list[str] = []
+        release = threading.Event()
+
+        def prepare(text: str) -> bool:
+            read.append(text)
+            return release.wait(30)
+
+        running.service.host.prepare = prepare  # type: ignore[method-assign]
+        client = await ServiceClient.connect(loaded, "tui", start=False)
+        for draft in ("Where", "Where does", "Where does my", "Where does my sister"):
+            await client.send(Draft(text=draft))
+        await wait_for(lambda: read == ["Where"], 10)
+        release.set()
+        await wait_for(lambda: read == ["Where", "Where does my sister"], 10)
+        await asyncio.sleep(0.3)
+        assert read == ["Where", "Where does my sister"], "the drafts in between were skipped"
+        await client.close()

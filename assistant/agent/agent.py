@@ -1,11 +1,12 @@
 """The master agent: an event comes in, and the agent takes steps (prompt -> one action ->
 run the tool) until it yields; a send_message streams to whoever listens as it is written.
 
-Every event, reply and tool call is written to recall storage (and user and assistant messages
-to the memory stream) before it is acted on, so nothing acknowledged is lost if the process
-dies. The model's output never reaches the user as an error: a malformed action goes back to
-the model as an error it can correct (``max_errors`` times per event), then a short fallback
-message is said instead.
+Every event, reply and tool call is written to recall storage before it is acted on, so
+nothing acknowledged is lost if the process dies; user and assistant messages go to the memory
+stream too, the user's once the model's first token is in (deferred.py), so the embedding and
+the near-copy check do not hold up the prompt. The model's output never reaches the user as an
+error: a malformed action goes back to the model as an error it can correct (``max_errors``
+times per event), then a short fallback message is said instead.
 """
 
 from __future__ import annotations
@@ -20,8 +21,9 @@ from typing import Any, Protocol, runtime_checkable
 
 from assistant.agent.actions import Action, ActionError
 from assistant.agent.compaction import SUMMARY_WORDS, CompactionStart, Compactor, summarise
-from assistant.agent.context import ContextWindow, ahead_of_a_turn
+from assistant.agent.context import MESSAGE_OVERHEAD_TOKENS, ContextWindow, ahead_of_a_turn
 from assistant.agent.context_store import save_context
+from assistant.agent.deferred import Deferred
 from assistant.agent.events import Event, from_user
 from assistant.agent.streaming import ReplyStream
 from assistant.agent.tools import (
@@ -224,10 +226,16 @@ class Agent:
         self.context_path = context_path
         # Held while the window changes: a turn, a note, a compaction swapped in.
         self._window = threading.RLock()
+        # A swapped-in summary's note is read ahead at once (set where the LLM is local).
+        self.reads_ahead = False
         # Summaries swapped in from the background so far.
         self.compactions = 0
         # A message prepared before it was sent (``prepare``), with what was retrieved for it.
         self._prepared: _Prepared | None = None
+        # The message of the event being answered (what a flush adds goes before it).
+        self._event_message: Message | None = None
+        # The user's message of this turn and the memory-stream record being written for it.
+        self._observing: tuple[Message, Deferred[str | None]] | None = None
 
     def respond(
         self,
@@ -242,6 +250,7 @@ class Agent:
             try:
                 return self._respond(event, on_text, cancel or threading.Event())
             finally:
+                self._observed()
                 self._after_turn()
 
     def _respond(
@@ -261,7 +270,9 @@ class Agent:
         # step may only send a message (held to that by the schema or the offered tools).
         answer_now = False
         for _ in range(self.config.max_steps):
-            turn.flushed |= self._manage_pressure()
+            if self._manage_pressure():
+                turn.flushed = True
+                self._show_again(prompt)
             outcome = self._step(on_text, cancel, turn, answer_now)
             if outcome is None:  # the LLM failed, or the user interrupted
                 return turn
@@ -318,6 +329,8 @@ class Agent:
             separated = not turn.reply  # a second message this turn starts on a new line
             try:
                 for delta in cancellable(self._ask(native, answer_now), cancel):
+                    if self._observing is not None:
+                        self._observing[1].start()
                     piece = streamed.feed(delta)
                     if piece:
                         if not separated:
@@ -390,6 +403,7 @@ class Agent:
 
     def _run(self, action: Action, turn: Turn) -> bool:
         """Record and run the action; False when the tool failed (the model is told why)."""
+        self._observed()  # the stores' writes stay in order
         arguments = action.arguments.model_dump()
         if action.tool == "send_message":
             message = str(arguments["message"])
@@ -450,10 +464,24 @@ class Agent:
             evicted += more
         if not evicted:
             return False
-        self.context.summary = summarise(self._ask_summary, self.context.summary, evicted)
+        summary = summarise(self._ask_summary, self.context.summary, evicted)
+        self.context.add_summary(summary, before=self._event_message)
         self._warned = False
         log.info("evicted %d messages into the summary", len(evicted))
         return True
+
+    def _show_again(self, prompt: str) -> None:
+        """After a flush inside a turn: memories for the event that were left out as in
+        view, and were evicted with the messages that showed them, are shown before it."""
+        shown = self._retrieve(prompt, touch=False)
+        context = self.context
+        room = context.config.flush_share * context.budget - context.tokens() - 1
+        while shown and context.count(memories_block(shown)) + MESSAGE_OVERHEAD_TOKENS > room:
+            shown.pop()  # the least relevant first: what fits is shown
+        if shown:
+            message: Message = {"role": "system", "content": memories_block(shown)}
+            ids = [record.id for record in shown]
+            context.insert(message, before=self._event_message, shows=ids)
 
     def _ask_summary(self, prompt: list[Message]) -> str:
         return self.llm.complete(prompt, max_tokens=SUMMARY_WORDS * 2, temperature=0.0)
@@ -471,20 +499,8 @@ class Agent:
         context = self.context
         if context.pressure() < context.config.compact_share:
             return
-        count = context.eviction_count()
-        covers, rest = tuple(context.fifo[:count]), tuple(context.fifo[count:])
-        core_snapshot, core_seen = context.core_now()
-        compactor.start(
-            CompactionStart(
-                previous=context.summary,
-                covers=covers,
-                core_snapshot=core_snapshot,
-                core_seen=core_seen,
-                prompt=lambda summary: ahead_of_a_turn(
-                    context.prompt_with(summary, core_snapshot, rest)
-                ),
-            )
-        )
+        covers = tuple(context.fifo[: context.eviction_count()])
+        compactor.start(CompactionStart(previous=context.summary, covers=covers))
 
     def _swap_in_compaction(self) -> bool:
         """Put a finished summary in place of the messages it covers (at a turn boundary:
@@ -494,32 +510,27 @@ class Agent:
         done = compactor.take() if compactor is not None else None
         if compactor is None or done is None:
             return False
-        start = done.start
-        if not self.context.replace_oldest(
-            done.summary, start.covers, start.core_snapshot, start.core_seen
-        ):
+        if not self.context.compact(done.summary, done.start.covers):
             log.info("a background summary was overtaken by a flush; dropped")
             return False
         self._warned = False
         self.compactions += 1
         if self.context_path is not None:
             save_context(self.context_path, self.context)
-        adopted = compactor.adopt(done)
-        log.info(
-            "swapped in a summary of %d messages%s",
-            len(start.covers),
-            " and its prompt read ahead" if adopted else "",
-        )
+        log.info("swapped in a summary of %d messages", len(done.start.covers))
         return True
 
     def _compaction_ready(self) -> None:
         """A summary is done: swapped in now if no turn is under way (else the next turn's
-        start does it)."""
-        if self._window.acquire(blocking=False):
-            try:
-                self._swap_in_compaction()
-            finally:
-                self._window.release()
+        start does it), and the new note read ahead, so the next turn need not read it."""
+        if not self._window.acquire(blocking=False):
+            return
+        try:
+            swapped = self._swap_in_compaction()
+        finally:
+            self._window.release()
+        if swapped and self.reads_ahead:
+            self.read_ahead()
 
     def read_ahead(self) -> str | None:
         """Have the conversation's server read the prompt as it stands (its cache then holds
@@ -550,9 +561,7 @@ class Agent:
             shown = self._retrieve(text, touch=False)
             self._prepared = _Prepared(text, in_view, tuple(shown))
             ids = [record.id for record in shown]
-            ahead = self.context.prompt_with(
-                self.context.summary, self.context.core_snapshot, self.context.fifo
-            )
+            ahead = self.context.messages()
             block = memories_block(shown)
             if block:
                 ahead.append({"role": "system", "content": block})
@@ -610,17 +619,34 @@ class Agent:
         retrieved = memories_block(shown)
         ids = [record.id for record in shown]
         if from_user(event):
-            record_id = self._remember("user", prompt)
+            # The one write the prompt waits for: the words are kept if the process dies.
+            self._recall("user", prompt)
             message: Message = {"role": "user", "content": prompt}
-            self.context.begin_event(message, record_id, retrieved, ids)
+            self.context.begin_event(message, None, retrieved, ids)
+            self._observing = (message, Deferred(lambda: self._observe("user", prompt)))
         else:
             self.context.begin_event({"role": "system", "content": prompt}, None, retrieved, ids)
             self._recall("system", prompt)
+        self._event_message = self.context.fifo[-1]
+
+    def _observed(self) -> None:
+        """Wait for the user's message to be in the memory stream (started now if the model
+        gave no token), and let the window know its record."""
+        if self._observing is None:
+            return
+        (message, observation), self._observing = self._observing, None
+        record_id = observation.result()
+        if record_id is not None:
+            self.context.also_shows(message, record_id)
 
     def _remember(self, role: str, text: str) -> str | None:
         """Into recall storage and, as an observation, into the memory stream; returns the
         stream record's id."""
         self._recall(role, text)
+        return self._observe(role, text)
+
+    def _observe(self, role: str, text: str) -> str | None:
+        """Into the memory stream as an observation; returns the record's id."""
         name = "User" if role == "user" else "Brain OS"
         try:
             return self.stores.stream.add(f"{name}: {text}", source=role).id

@@ -1,11 +1,8 @@
 """Compaction off the reply path: when the window fills past a share after a turn, the oldest
 messages are summarised in the background (on the background server, giving way to replies),
-and the shorter context is swapped in at the next turn boundary.
-
-Where both servers are llama-server, the background one also reads the new prompt and hands
-its KV cache to the conversation's (``PromptHandoff``), so the first turn after the swap reads
-only what came after it. The blocking flush inside a turn remains only for a context-overflow
-error: no turn waits for a summary otherwise.
+and swapped for the summary at the next turn boundary: they leave the window and the summary
+is appended as a note (context.py says why at the end). The blocking flush inside a turn
+remains only for a context-overflow error: no turn waits for a summary otherwise.
 """
 
 from __future__ import annotations
@@ -14,7 +11,6 @@ import logging
 import threading
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Protocol
 
 from assistant.agent.context import transcript
 from assistant.llm.client import JsonSchema, LLMError, Message
@@ -79,33 +75,21 @@ def json_summariser(llm: CancellableJsonLLM) -> Summariser:
     return ask
 
 
-class Handoff(Protocol):
-    def prepare(self, messages: Sequence[Message]) -> bool: ...
-
-    def adopt(self) -> bool: ...
-
-
 @dataclass(frozen=True)
 class CompactionStart:
-    """What a compaction replaces and what the window will look like after it: ``covers``
-    (the FIFO's oldest messages), the previous summary, core memory as the new prefix will
-    show it, and ``prompt`` (the prompt with a given summary, for the read ahead)."""
+    """What a compaction replaces: ``covers`` (the FIFO's oldest messages), summarised into
+    ``previous`` (the summary so far)."""
 
     previous: str
     covers: tuple[Message, ...]
-    core_snapshot: str
-    core_seen: dict[str, str]
-    prompt: Callable[[str], list[Message]]
 
 
 @dataclass(frozen=True)
 class Compaction:
-    """A summary ready to replace ``start.covers``; ``prepared``: the background server has
-    read the new prompt and saved it for the conversation's."""
+    """A summary ready to replace ``start.covers``."""
 
     summary: str
     start: CompactionStart
-    prepared: bool = False
 
 
 class Compactor:
@@ -116,8 +100,6 @@ class Compactor:
     def __init__(self, ask: Summariser) -> None:
         self._ask = ask
         self.on_ready: Callable[[], None] = lambda: None
-        # Set once both local servers run (by the service): reads the new prompt ahead.
-        self.handoff: Handoff | None = None
         self._lock = threading.Lock()
         self._thread: threading.Thread | None = None
         self._done: Compaction | None = None
@@ -140,11 +122,6 @@ class Compactor:
             self._thread.start()
         return True
 
-    def adopt(self, done: Compaction) -> bool:
-        """Load the prompt ``done`` prepared into the conversation's server."""
-        handoff = self.handoff
-        return done.prepared and handoff is not None and handoff.adopt()
-
     def take(self) -> Compaction | None:
         with self._lock:
             done, self._done = self._done, None
@@ -160,14 +137,8 @@ class Compactor:
 
     def _run(self, start: CompactionStart) -> None:
         summary = summarise(self._ask, start.previous, start.covers)
-        handoff = self.handoff
-        prepared = handoff is not None and handoff.prepare(start.prompt(summary))
         with self._lock:
-            self._done = Compaction(summary, start, prepared)
+            self._done = Compaction(summary, start)
             self._thread = None
-        log.info(
-            "summarised %d messages in the background%s",
-            len(start.covers),
-            " and read the new prompt ahead" if prepared else "",
-        )
+        log.info("summarised %d messages in the background", len(start.covers))
         self.on_ready()

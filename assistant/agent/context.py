@@ -1,11 +1,16 @@
-"""MemGPT's main context (section 2.1): system instructions and core memory (the prefix), a
-recursive summary of everything evicted, and a FIFO of recent messages with the memories
-retrieved for each event; all counted against the model's context window.
+"""MemGPT's main context (section 2.1): system instructions and core memory (the prefix), and a
+FIFO of recent messages with the memories retrieved for each event; all counted against the
+model's context window. Evicted messages live on in a recursive summary.
 
-Between compactions the prompt only grows: each prompt is the previous one plus what was said
-and done since, so the llama.cpp server reuses its cached key/values for all of it. Nothing in
-the FIFO is rewritten or moved; what changes later (core memory, a reply the user cut off) is
-told in a note appended after it.
+The prompt only ever grows at its end, or loses its oldest messages: each prompt is the
+previous one plus what was said and done since, so the llama.cpp server reuses its cached
+key/values for all of it. Nothing in the FIFO is rewritten or moved; what changes later (core
+memory, a reply the user cut off) is told in a note appended after it. A compaction removes the
+oldest messages and appends the summary as a note at the end, rather than at the top: the
+server shifts the cached key/values of the messages kept into place (``--cache-reuse``) and
+reads only the note, where a changed top would have it read the whole window again (33 tokens
+read instead of 981 in docs/BENCHMARKS.md). The prefix stays as it was sent; the note restates
+the core memory blocks that changed since.
 """
 
 from __future__ import annotations
@@ -19,6 +24,10 @@ from assistant.llm.tokens import TokenCounter, estimate_tokens
 
 # Chat templates add a few tokens around every message.
 MESSAGE_OVERHEAD_TOKENS = 6
+SUMMARY_HEAD = "[summary of the earlier conversation]"
+# A compaction takes the oldest messages through the last summary note when that note lies in
+# this share of the FIFO's tokens, so the old summary leaves view as the new one comes in.
+THROUGH_SUMMARY_SHARE = 0.75
 
 
 @dataclass(frozen=True)
@@ -29,8 +38,8 @@ class ContextConfig:
     # Share of the window at which the agent is warned to save what matters (memory pressure).
     warning_share: float = 0.7
     # Share at which, after a turn, the oldest evict_share is summarised in the background:
-    # below the warning, so the summary (and the new prompt read ahead) is ready before the
-    # window fills, even while the user leaves only seconds between turns.
+    # below the warning, so the summary is ready before the window fills, even while the user
+    # leaves only seconds between turns.
     compact_share: float = 0.5
     # Share at which about evict_share of the FIFO is evicted into the summary.
     flush_share: float = 1.0
@@ -49,40 +58,30 @@ class ContextWindow:
         self.core = core
         self.config = config
         self.count = count
+        # The recursive summary of every message evicted so far (shown in its latest note).
         self.summary = ""
         self.fifo: list[Message] = []
         # The memory-stream records each FIFO message shows (the record a user or assistant
         # message was stored as, the memories a retrieved block lists), so retrieval can leave
         # out what is already in view.
         self.shows: list[frozenset[str]] = []
-        # Core memory as the prefix shows it, and each block as the model last saw it (in the
-        # prefix or a note); the prefix changes only at an eviction, which rewrites the prompt
-        # anyway.
+        # Core memory as the prefix shows it (rendered, and each block's value), and each
+        # block as the model last saw it (in the prefix or a note).
         self.core_snapshot = ""
+        self.core_prefix: dict[str, str] = {}
         self.core_seen: dict[str, str] = {}
-        self._refresh_core()
+        self.core_snapshot, self.core_prefix = self.core_now()
+        self.core_seen = dict(self.core_prefix)
 
-    def prefix(self, core_snapshot: str | None = None) -> Message:
-        """System instructions + core memory as it was at the last eviction: byte-stable
-        between evictions, whatever edits core memory."""
-        core = self.core_snapshot if core_snapshot is None else core_snapshot
-        return {"role": "system", "content": f"{self.instructions}\n\n## Core memory\n{core}"}
+    def prefix(self) -> Message:
+        """System instructions + core memory as the window was begun: byte-stable, whatever
+        edits core memory later (notes tell those)."""
+        content = f"{self.instructions}\n\n## Core memory\n{self.core_snapshot}"
+        return {"role": "system", "content": content}
 
     def messages(self) -> list[Message]:
-        """The prompt: prefix, summary, the FIFO."""
-        return self.prompt_with(self.summary, self.core_snapshot, self.fifo)
-
-    def prompt_with(
-        self, summary: str, core_snapshot: str, fifo: Sequence[Message]
-    ) -> list[Message]:
-        """The prompt the window makes of these parts (what it will send after a compaction)."""
-        prompt = [self.prefix(core_snapshot)]
-        if summary:
-            prompt.append(
-                {"role": "system", "content": f"Summary of earlier conversation:\n{summary}"}
-            )
-        prompt.extend(fifo)
-        return prompt
+        """The prompt: the prefix, then the FIFO."""
+        return [self.prefix(), *self.fifo]
 
     def tokens(self) -> int:
         return sum(self.count(m["content"]) + MESSAGE_OVERHEAD_TOKENS for m in self.messages())
@@ -115,6 +114,14 @@ class ContextWindow:
         self.fifo.append(message)
         self.shows.append(frozenset(shows) | ({record_id} if record_id is not None else set()))
 
+    def also_shows(self, message: Message, record_id: str) -> None:
+        """``message`` (the very object pushed) shows ``record_id`` too, while it is in the
+        FIFO: its record was written after it was pushed."""
+        for position, held in enumerate(self.fifo):
+            if held is message:
+                self.shows[position] = self.shows[position] | {record_id}
+                return
+
     def in_view(self) -> set[str]:
         """The memory-stream records the FIFO shows."""
         return set[str]().union(*self.shows)
@@ -130,7 +137,8 @@ class ContextWindow:
 
     def eviction_count(self) -> int:
         """How many of the oldest messages an eviction takes: about evict_share of the FIFO's
-        tokens, at least one, never the newest (0 with fewer than two messages)."""
+        tokens, at least one, never the newest (0 with fewer than two messages), and through
+        the last summary note where it is not among the newest messages."""
         if len(self.fifo) < 2:
             return 0
         sizes = [self.count(m["content"]) + MESSAGE_OVERHEAD_TOKENS for m in self.fifo]
@@ -139,50 +147,62 @@ class ContextWindow:
         while count < len(self.fifo) - 1 and (count == 0 or taken < target):
             taken += sizes[count]
             count += 1
+        notes = [i for i, m in enumerate(self.fifo[:-1]) if is_summary_note(m)]
+        if notes and notes[-1] >= count:
+            through = notes[-1] + 1
+            if sum(sizes[:through]) <= THROUGH_SUMMARY_SHARE * sum(sizes):
+                count = through
         return count
 
     def evict(self) -> list[Message]:
         """Take the oldest messages (``eviction_count`` of them) off the FIFO and return
-        them. The prompt is rewritten from here on, so the prefix takes up core memory as it
-        is now."""
+        them; ``add_summary`` then tells the model what they said."""
         count = self.eviction_count()
-        if count == 0:
-            return []
         evicted = self.fifo[:count]
-        self._drop(count)
+        self.fifo = self.fifo[count:]
+        self.shows = self.shows[count:]
         return evicted
 
-    def replace_oldest(
-        self,
-        summary: str,
-        covers: Sequence[Message],
-        core_snapshot: str,
-        core_seen: dict[str, str],
-    ) -> bool:
+    def compact(self, summary: str, covers: Sequence[Message]) -> bool:
         """Swap in ``summary`` for the oldest messages, if they are still ``covers`` (a
-        compaction made in the background), with the prefix showing core memory as it was
-        when the compaction began (later edits are noted after it); False, and nothing
-        changed, if they are not."""
+        compaction made in the background); False, and nothing changed, if they are not."""
         count = len(covers)
         if count < 1 or self.fifo[:count] != list(covers):
             return False
-        self.summary = summary
         self.fifo = self.fifo[count:]
         self.shows = self.shows[count:]
-        self.core_snapshot, self.core_seen = core_snapshot, dict(core_seen)
+        self.add_summary(summary)
         return True
+
+    def add_summary(self, summary: str, before: Message | None = None) -> None:
+        """Make ``summary`` the running summary and tell it in a note: at the end, or just
+        before the message ``before`` (``insert``; the event a turn is answering stays the
+        last thing the model reads). The note also restates the core memory blocks
+        that changed since the prefix was written: their earlier notes may have been evicted."""
+        self.summary = summary
+        lines = [f"{SUMMARY_HEAD}\n{summary}"]
+        for label, block in self.core.blocks.items():
+            if block.value != self.core_prefix.get(label, ""):
+                lines.append(f"[core memory] {label} now reads:\n{block.value}")
+                self.core_seen[label] = block.value
+        self.insert({"role": "system", "content": "\n\n".join(lines)}, before)
+
+    def insert(
+        self, message: Message, before: Message | None = None, shows: Iterable[str] = ()
+    ) -> None:
+        """Push ``message`` just before ``before`` (the very object pushed), or at the end
+        when that is not in the FIFO."""
+        position = next((i for i, held in enumerate(self.fifo) if held is before), len(self.fifo))
+        self.fifo.insert(position, message)
+        self.shows.insert(position, frozenset(shows))
 
     def core_now(self) -> tuple[str, dict[str, str]]:
         """Core memory rendered for the prefix, and each block's value, as they are now."""
         return self.core.render(), {label: b.value for label, b in self.core.blocks.items()}
 
-    def _drop(self, count: int) -> None:
-        self.fifo = self.fifo[count:]
-        self.shows = self.shows[count:]
-        self._refresh_core()
 
-    def _refresh_core(self) -> None:
-        self.core_snapshot, self.core_seen = self.core_now()
+def is_summary_note(message: Message) -> bool:
+    return message["role"] == "system" and message["content"].startswith(SUMMARY_HEAD)
 
 
 def core_note(label: str, before: str, after: str) -> str:
@@ -203,4 +223,6 @@ def ahead_of_a_turn(messages: Sequence[Message]) -> list[Message]:
 
 
 def transcript(messages: Sequence[Message]) -> str:
-    return "\n".join(f"{m['role']}: {m['content']}" for m in messages)
+    """The messages as lines of text for a summary (earlier summaries left out: the summary
+    so far is given on its own)."""
+    return "\n".join(f"{m['role']}: {m['content']}" for m in messages if not is_summary_note(m))

@@ -1,5 +1,5 @@
-"""The context window on disk: the summary, the core-memory snapshot the prefix shows and the
-FIFO as it was sent, so after a restart the prompt is the same, byte for byte, as before it,
+"""The context window on disk: the summary, the core memory the prefix shows and the FIFO as
+it was sent, so after a restart the prompt is the same, byte for byte, as before it,
 and the server's saved KV cache of it can be used (llama-server's slot file).
 
 It is a cache of what recall storage holds in full: a missing, corrupt or foreign file is
@@ -14,11 +14,12 @@ import os
 from pathlib import Path
 from typing import Any
 
-from assistant.agent.context import ContextWindow
+from assistant.agent.context import SUMMARY_HEAD, ContextWindow
 
 log = logging.getLogger(__name__)
 
-FORMAT = 1
+# 2: the summary is a note in the FIFO, and the prefix's core memory is kept block by block.
+FORMAT = 2
 
 
 def save_context(path: Path, context: ContextWindow) -> None:
@@ -28,6 +29,7 @@ def save_context(path: Path, context: ContextWindow) -> None:
         "instructions": context.instructions,
         "summary": context.summary,
         "core_snapshot": context.core_snapshot,
+        "core_prefix": context.core_prefix,
         "core_seen": context.core_seen,
         "fifo": context.fifo,
         "shows": [sorted(ids) for ids in context.shows],
@@ -60,22 +62,32 @@ def load_context(path: Path, context: ContextWindow) -> bool:
     context.summary = state["summary"]
     context.fifo = [dict(message) for message in state["fifo"]]
     context.shows = [frozenset(ids) for ids in state["shows"]]
-    if state["instructions"] == context.instructions:
+    if state["format"] == 1:
+        # The summary was shown above the FIFO: now a note at its head, under a new prefix.
+        if context.summary:
+            note = {"role": "system", "content": f"{SUMMARY_HEAD}\n{context.summary}"}
+            context.fifo.insert(0, note)
+            context.shows.insert(0, frozenset())
+    elif state["instructions"] == context.instructions:
         context.core_snapshot = state["core_snapshot"]
+        context.core_prefix = dict(state["core_prefix"])
         context.core_seen = dict(state["core_seen"])
     return True
 
 
 def _valid(state: Any) -> bool:
-    if not isinstance(state, dict) or state.get("format") != FORMAT:
+    if not isinstance(state, dict) or state.get("format") not in (1, FORMAT):
         return False
     fifo, shows = state.get("fifo"), state.get("shows")
+    blocks = [state.get("core_seen")] + ([state.get("core_prefix")] if state["format"] > 1 else [])
     return (
         isinstance(state.get("instructions"), str)
         and isinstance(state.get("summary"), str)
         and isinstance(state.get("core_snapshot"), str)
-        and isinstance(state.get("core_seen"), dict)
-        and all(isinstance(v, str) for v in state["core_seen"].values())
+        and all(
+            isinstance(values, dict) and all(isinstance(v, str) for v in values.values())
+            for values in blocks
+        )
         and isinstance(fifo, list)
         and isinstance(shows, list)
         and len(fifo) == len(shows)

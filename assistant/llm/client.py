@@ -138,7 +138,9 @@ class LLMClient:
         temperature: float | None = None,
     ) -> str:
         """One whole reply as text."""
+        self.last_reading = None
         response = self._create(messages, max_tokens=max_tokens, temperature=temperature)
+        self.last_reading = _reading(response)
         return _content(response)
 
     def complete_json(
@@ -241,11 +243,7 @@ class LLMClient:
         chunks = self._create(messages, stream=True, **options)
         try:
             for chunk in chunks:
-                timings = (getattr(chunk, "model_extra", None) or {}).get("timings")
-                if isinstance(timings, dict) and "prompt_n" in timings:
-                    self.last_reading = PromptReading(
-                        int(timings["prompt_n"]), int(timings.get("cache_n", 0))
-                    )
+                self.last_reading = _reading(chunk) or self.last_reading
                 if chunk.choices:
                     yield chunk.choices[0].delta
         except openai.APIError as error:
@@ -319,6 +317,14 @@ def _content(response: Any) -> str:
     except (AttributeError, IndexError, TypeError):
         raise LLMReplyError("the LLM sent a reply with no message in it") from None
     return content or ""
+
+
+def _reading(response: Any) -> PromptReading | None:
+    """What llama-server says it read for a response (or a streamed chunk) in its timings."""
+    timings = (getattr(response, "model_extra", None) or {}).get("timings")
+    if isinstance(timings, dict) and "prompt_n" in timings:
+        return PromptReading(int(timings["prompt_n"]), int(timings.get("cache_n", 0)))
+    return None
 
 
 def _clip(text: str, limit: int = 200) -> str:

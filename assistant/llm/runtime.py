@@ -5,13 +5,11 @@ from __future__ import annotations
 import logging
 import shutil
 import sys
-from collections.abc import Callable
-from contextlib import AbstractContextManager
 from pathlib import Path
 
 from assistant.llm.client import Endpoint, LLMClient
 from assistant.llm.server import LLMServerError, LocalLLMServer, ServerOptions, StatusCallback
-from assistant.llm.slots import PromptHandoff, SlotCache, SlotResult, slot_file_name
+from assistant.llm.slots import SlotCache, SlotResult, slot_file_name
 from assistant.llm.tokens import TokenCounter, estimate_tokens, vocabulary_counter
 from assistant.model_paths import ProfileModels
 from assistant.settings import Settings
@@ -58,7 +56,6 @@ class LLMRuntime:
         self._binary: Path | None = None
         # The servers' saved KV caches (llama-server only).
         self.slots: SlotCache | None = None
-        self.background_slots: SlotCache | None = None
         if settings.llm.server == "llama-server" and not settings.llm.base_url:
             self._binary = llama_server_binary(settings.llm.server_binary)
             if self._binary is None:
@@ -128,12 +125,8 @@ class LLMRuntime:
         if self.server is None:
             return self.client
         if self.background_client is None:
-            # The same slot folder: a prompt it reads can be handed to the conversation's.
             self.background_server = self._server(
-                "llm-server-background.log",
-                None,
-                idle_priority=True,
-                slot_dir=self.settings.llm_slots_dir,
+                "llm-server-background.log", None, idle_priority=True
             )
             if self._closed:
                 raise LLMServerError("the app is shutting down")
@@ -145,25 +138,7 @@ class LLMRuntime:
             self.background_client = self._client(
                 endpoint, max(self.settings.llm.timeout_s, BACKGROUND_TIMEOUT_S)
             )
-            if self.background_server.options.slot_dir is not None:
-                self.background_slots = SlotCache(endpoint.base_url, self._slot_file("prepared"))
         return self.background_client
-
-    def handoff(
-        self, exclusive: Callable[[], AbstractContextManager[object]]
-    ) -> PromptHandoff | None:
-        """Prompts read ahead on the background server for the conversation's (both
-        llama-server, both started); None otherwise. ``exclusive`` holds other background
-        requests off while one is read and saved."""
-        if self.background_client is None or self.background_slots is None or self.slots is None:
-            return None
-        return PromptHandoff(
-            self.background_client,
-            self.background_slots,
-            self.slots,
-            exclusive,
-            self.background_slots.file_name,
-        )
 
     def _slot_file(self, purpose: str) -> str:
         llm = self.settings.llm
@@ -216,7 +191,7 @@ class LLMRuntime:
     def stop(self) -> None:
         if self.slots is not None and self.server is not None:
             self.save_conversation()
-        self.slots = self.background_slots = None
+        self.slots = None
         for client in (self.background_client, self.client):
             if client is not None:
                 client.close()

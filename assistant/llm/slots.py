@@ -16,12 +16,7 @@ import re
 import time
 import urllib.error
 import urllib.request
-from collections.abc import Callable, Sequence
-from contextlib import AbstractContextManager
 from dataclasses import dataclass
-from typing import Protocol
-
-from assistant.llm.client import LLMError, Message
 
 log = logging.getLogger(__name__)
 
@@ -88,61 +83,3 @@ class SlotCache:
         except (ValueError, AttributeError):
             tokens = 0
         return SlotResult(True, tokens, time.monotonic() - started)
-
-
-class PromptReader(Protocol):
-    def complete(
-        self,
-        messages: Sequence[Message],
-        *,
-        max_tokens: int | None = None,
-        temperature: float | None = None,
-    ) -> str: ...
-
-
-class PromptHandoff:
-    """A prompt read by the background server, its KV cache handed to the conversation's.
-
-    After a compaction the prompt changes near its start (a new summary), and everything after
-    a change must be read again: llama-server's ``--cache-reuse`` shifts cached chunks into
-    place only where text was removed, not where new text came in. So the background server
-    (at idle priority: no reply slows down) reads the new prompt, saves its slot to a file in
-    the folder both servers share, and at the turn boundary the conversation's server loads
-    that file (milliseconds) instead of reading the prompt (seconds)."""
-
-    def __init__(
-        self,
-        reader: PromptReader,
-        background: SlotCache,
-        conversation: SlotCache,
-        exclusive: Callable[[], AbstractContextManager[object]],
-        file_name: str,
-    ) -> None:
-        self.reader = reader
-        self.background = background
-        self.conversation = conversation
-        # Holds other background requests off the background server between the read and
-        # the save, which must find the slot holding this prompt.
-        self.exclusive = exclusive
-        self.file_name = file_name
-
-    def prepare(self, messages: Sequence[Message]) -> bool:
-        """Have the background server read ``messages`` and save what it read."""
-        try:
-            with self.exclusive():
-                self.reader.complete(list(messages), max_tokens=1, temperature=0.0)
-                return self.background.save(self.file_name).ok
-        except LLMError as error:
-            log.info("the background server could not read the compacted prompt: %s", error)
-            return False
-
-    def adopt(self) -> bool:
-        """Load the prepared cache into the conversation's server."""
-        restored = self.conversation.restore(self.file_name)
-        if restored.ok:
-            log.info(
-                "the conversation's server took %d prepared tokens in %.3f s",
-                restored.tokens,
-                restored.seconds,
-            )
-        return restored.ok

@@ -209,7 +209,7 @@ class AgentHost:
             self.settings = settings
             self.llm.use(client)
             self.background.use(client)
-            self._hand_off_prompts()
+            self._read_ahead_when_local()
             if old_runtime is not None:
                 old_runtime.stop()
         return self._warm_up()
@@ -227,7 +227,6 @@ class AgentHost:
                 log.warning(
                     "no background LLM server (%s); background work shares the main one", error
                 )
-            self._hand_off_prompts()
             if first and self.stores is not None:
                 # Records left unrated by an earlier run (or while the LLM was down).
                 self.stores.stream.rate_pending()
@@ -254,13 +253,11 @@ class AgentHost:
         client = self.background.client
         return client is not None and client is not self.llm.client
 
-    def _hand_off_prompts(self) -> None:
-        """Compactions' new prompts are read on the background server and handed to the
-        conversation's, where the runtime has both (llama-server); else not read ahead."""
-        compactor = self.open_memory().compactor
-        if compactor is not None and self.runtime is not None:
-            exclusive = BackgroundLLM(self.background, self.gate).exclusive
-            compactor.handoff = self.runtime.handoff(exclusive)
+    def _read_ahead_when_local(self) -> None:
+        """A compaction's new prompt is read ahead on a local server (another endpoint
+        would be billed for it)."""
+        runtime = self.runtime
+        self.open_memory().reads_ahead = runtime is not None and runtime.server is not None
 
     def llm_failed(self, reason: str) -> None:
         for llm in (self.llm, self.background):

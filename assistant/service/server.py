@@ -252,8 +252,9 @@ class AssistantService:
         self.clients: list[Client] = []
         self.queue: asyncio.Queue[QueuedTurn | SwitchEndpoint | HeardOnly | Note] = asyncio.Queue()
         self.running: RunningTurn | None = None
-        # A draft being read ahead (``_read_draft``).
+        # A draft being read ahead (``_read_draft``), and the newest one that came meanwhile.
         self._drafting: asyncio.Task[bool] | None = None
+        self._next_draft: str | None = None
         # Turns accepted and not yet started, oldest first (what `brain tasks` shows).
         self.waiting: list[QueuedTurn] = []
         self.switching = False
@@ -620,11 +621,15 @@ class AssistantService:
         self.queue.put_nowait(job)
 
     def _read_draft(self, text: str) -> None:
-        """Read a draft ahead while no turn runs or waits (one at a time; a turn that
-        starts meanwhile waits at most for the read to end)."""
-        if self.running is not None or self.waiting or self._drafting is not None:
+        """Read a draft ahead while no turn runs or waits: one at a time, and of the drafts
+        that come during a read only the newest is read next (a turn that starts meanwhile
+        waits at most for the read under way to end)."""
+        if self.running is not None or self.waiting:
             return
         if not text.strip() or len(text) > MAX_SAY_CHARS:
+            return
+        if self._drafting is not None:
+            self._next_draft = text
             return
         self._drafting = asyncio.create_task(asyncio.to_thread(self.host.prepare, text))
         self._drafting.add_done_callback(self._draft_done)
@@ -633,6 +638,9 @@ class AssistantService:
         self._drafting = None
         if not task.cancelled() and task.exception() is not None:
             log.warning("reading a draft ahead failed: %s", task.exception())
+        newer, self._next_draft = self._next_draft, None
+        if newer is not None:
+            self._read_draft(newer)
 
     def _broadcast(self, message: Wire) -> None:
         for client in self.clients:

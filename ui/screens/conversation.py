@@ -60,8 +60,10 @@ from ui.widgets.status import StartupStatus
 from ui.widgets.voice import VoiceIndicator
 
 LEAVE_TIMEOUT_S = 5.0
-# A pause this long in typing sends the text so far as a draft, to be read ahead.
+# A pause this long in typing sends the text so far as a draft, to be read ahead; so does
+# each word finished (the service reads the newest draft whenever its model is free).
 TYPING_PAUSE_S = 0.5
+WORD_ENDS = (" ", ",", ".", "?", "!", ";", ":")
 
 RETRY = Binding(
     "ctrl+r", "retry", "Retry LLM", tooltip="Start the LLM again, or reconnect to the service"
@@ -119,6 +121,7 @@ class ConversationScreen(Screen[None]):
         self.draft = ""
         # Sends what is typed once the user pauses (Draft), so the turn can start sooner.
         self._pause: Timer | None = None
+        self._drafted = ""  # the last draft sent
         # Shown while weights are assembled on a first run (None once hidden or done).
         self.first_run: FirstRunScreen | None = None
 
@@ -318,15 +321,21 @@ class ConversationScreen(Screen[None]):
 
     @on(Input.Changed, "#prompt")
     def typing(self, event: Input.Changed) -> None:
-        """A pause in typing sends the text so far as a draft (read ahead by the service)."""
+        """A finished word or a pause in typing sends the text so far as a draft (read
+        ahead by the service)."""
         if self._pause is not None:
             self._pause.stop()
         text = event.value.strip()
-        if text and self.client is not None and self.state == "ready":
+        if not text or self.client is None or self.state != "ready":
+            return
+        if event.value.endswith(WORD_ENDS):
+            self.run_worker(self._send_draft(text), group="drafts")
+        else:
             self._pause = self.set_timer(TYPING_PAUSE_S, partial(self._send_draft, text))
 
     async def _send_draft(self, text: str) -> None:
-        if self.query_one("#prompt", Input).value.strip() == text:
+        if self.query_one("#prompt", Input).value.strip() == text and text != self._drafted:
+            self._drafted = text
             await self._send(Draft(text=text))
 
     @on(Input.Submitted, "#prompt")
