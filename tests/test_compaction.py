@@ -15,13 +15,19 @@ from typing import Any
 import pytest
 
 from assistant.agent.agent import Agent, AgentConfig, instructions
-from assistant.agent.compaction import SUMMARY_SCHEMA, Compactor, json_summariser
+from assistant.agent.compaction import SUMMARY_SCHEMA, Compactor, cut_summary, json_summariser
 from assistant.agent.context import ContextConfig, ContextWindow, is_summary_note, transcript
 from assistant.agent.context_store import load_context, save_context
 from assistant.agent.events import UserText
 from assistant.agent.session import CONTEXT_FILE, open_agent, open_stores
 from assistant.agent.tools import Stores
-from assistant.llm.client import JsonSchema, LLMClient, LLMContextOverflow, Message
+from assistant.llm.client import (
+    JsonSchema,
+    LLMClient,
+    LLMContextOverflow,
+    LLMReplyError,
+    Message,
+)
 from assistant.llm.priority import BackgroundLLM, ForegroundGate
 from assistant.settings import Settings
 from memory.embedder import OnnxSentenceEmbedder
@@ -166,7 +172,7 @@ def test_a_summary_finished_during_a_turn_waits_for_the_turn_boundary(
     assert sent[-2]["content"].endswith(background.summary)
 
 
-def test_a_summary_overtaken_by_an_overflow_flush_is_dropped(stores: Stores) -> None:
+def test_an_overflow_while_a_summary_is_written_waits_for_it(stores: Stores) -> None:
     background = HeldSummaries()
     overflow = LLMContextOverflow("the prompt does not fit the context window")
     model = ScriptedStream(say("Lovely."), summary="Flushed summary.")
@@ -175,11 +181,24 @@ def test_a_summary_overtaken_by_an_overflow_flush_is_dropped(stores: Stores) -> 
     fill(agent)
     model.replies = [overflow, say("Still here.")]
     model.calls.clear()
-    flushed = agent.respond(UserText("One more."))
-    assert flushed.flushed and agent.context.summary == "Flushed summary."
+    threading.Timer(0.5, background.release.set).start()
+    turn = agent.respond(UserText("One more."))
+    assert turn.flushed and turn.reply == "Still here."
+    assert agent.context.summary == background.summary and not model.summaries
+    retried = model.calls[-1]
+    assert retried[-1] == {"role": "user", "content": "One more."}, "the event stays last"
+    assert retried[-2]["content"].endswith(background.summary)
+
+
+def test_a_summary_overtaken_by_a_flush_is_dropped(stores: Stores) -> None:
+    background = HeldSummaries()
+    agent = compacting_agent(ScriptedStream(say("Lovely.")), stores, background)
+    assert agent.compactor is not None
+    fill(agent)
+    agent.context.evict()  # a flush came first: the summary's messages are gone
+    agent.context.add_summary("Flushed summary.")
     background.release.set()
     assert agent.compactor.wait(10)
-    model.replies = [say("Fine.")]
     agent.respond(UserText("And now?"))
     assert agent.context.summary == "Flushed summary.", "the stale summary was not swapped in"
 
@@ -309,3 +328,19 @@ def test_a_window_saved_with_the_summary_on_top_opens_with_it_as_a_note(
         {"role": "system", "content": "[summary of the earlier conversation]\nSam moved to Leeds."},
         {"role": "user", "content": "Hello again."},
     ]
+
+
+def test_a_summary_cut_off_by_the_token_limit_keeps_its_whole_sentences() -> None:
+    cut = '{"summary": "Sam moved to Leeds. His sister \\"Bea\\" lives in Porto.\\nHe likes te'
+    assert cut_summary(cut) == 'Sam moved to Leeds. His sister "Bea" lives in Porto.'
+    assert cut_summary('{"summary": "Sam moved to Le') == "Sam moved to Le"
+    assert cut_summary('{"summary": "Ends on an escape\\') == "Ends on an escape"
+    assert cut_summary("Not JSON at all.") == ""
+
+
+def test_the_background_summariser_keeps_a_summary_cut_off_by_its_token_limit() -> None:
+    class CutOff:
+        def complete_json(self, *args: Any, **options: Any) -> dict[str, Any]:
+            raise LLMReplyError("did not reply with valid JSON", reply='{"summary": "A. B')
+
+    assert json_summariser(CutOff())([]) == "A."

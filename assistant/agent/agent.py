@@ -54,6 +54,9 @@ from memory.stream import MemoryRequestError
 
 log = logging.getLogger(__name__)
 
+# How long a turn whose window filled waits for the background summary under way, before it
+# writes one itself.
+COMPACTION_WAIT_S = 120.0
 FALLBACK_MESSAGE = "Sorry, I could not put a reply together just now. Please try again."
 INTERRUPTED = " [interrupted]"
 
@@ -349,7 +352,7 @@ class Agent:
                     return None
                 overflowed = True
                 log.warning("%s; evicting into the summary and trying again", error)
-                turn.flushed |= self._flush()
+                turn.flushed |= self._finish_compaction() or self._flush()
             except LLMUnavailable as error:
                 if streamed.text or attempt == self.config.attempts or cancel.is_set():
                     self._failed(turn, str(error))
@@ -447,11 +450,25 @@ class Agent:
             )
 
     def _manage_pressure(self) -> bool:
-        """Evict into the summary at flush_share: the fallback for a window that fills
-        inside a turn. Returns whether it flushed."""
-        if self.context.pressure() >= self.context.config.flush_share:
-            return self._flush()
-        return False
+        """At flush_share, inside a turn: swap in the background summary under way (waited
+        for), else evict into a summary written now. Returns whether the window was made
+        smaller."""
+        flush_share = self.context.config.flush_share
+        if self.context.pressure() < flush_share:
+            return False
+        if self._finish_compaction() and self.context.pressure() < flush_share:
+            return True
+        return self._flush()
+
+    def _finish_compaction(self) -> bool:
+        """The window filled before the background summary was done: wait for it (while the
+        turn waits, the cores are the background server's) and swap it in before the event."""
+        compactor = self.compactor
+        if compactor is None or not compactor.busy:
+            return False
+        if not compactor.wait(COMPACTION_WAIT_S):
+            return False
+        return self._swap_in_compaction(before=self._event_message)
 
     def _flush(self) -> bool:
         """Evict about half the FIFO (more if the prompt still would not be under the
@@ -464,7 +481,9 @@ class Agent:
             evicted += more
         if not evicted:
             return False
-        summary = summarise(self._ask_summary, self.context.summary, evicted)
+        # On the background server where there is one: the conversation's keeps its cache.
+        ask = self.compactor.ask if self.compactor is not None else self._ask_summary
+        summary = summarise(ask, self.context.summary, evicted)
         self.context.add_summary(summary, before=self._event_message)
         self._warned = False
         log.info("evicted %d messages into the summary", len(evicted))
@@ -502,15 +521,15 @@ class Agent:
         covers = tuple(context.fifo[: context.eviction_count()])
         compactor.start(CompactionStart(previous=context.summary, covers=covers))
 
-    def _swap_in_compaction(self) -> bool:
-        """Put a finished summary in place of the messages it covers (at a turn boundary:
-        the caller holds the window). A summary of messages no longer at the head of the FIFO
-        (a blocking flush came first) is dropped."""
+    def _swap_in_compaction(self, before: Message | None = None) -> bool:
+        """Put a finished summary in place of the messages it covers (the caller holds the
+        window), its note before ``before`` if given. A summary of messages no longer at the
+        head of the FIFO (a blocking flush came first) is dropped."""
         compactor = self.compactor
         done = compactor.take() if compactor is not None else None
         if compactor is None or done is None:
             return False
-        if not self.context.compact(done.summary, done.start.covers):
+        if not self.context.compact(done.summary, done.start.covers, before):
             log.info("a background summary was overtaken by a flush; dropped")
             return False
         self._warned = False

@@ -7,13 +7,15 @@ remains only for a context-overflow error: no turn waits for a summary otherwise
 
 from __future__ import annotations
 
+import json
 import logging
+import re
 import threading
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from assistant.agent.context import transcript
-from assistant.llm.client import JsonSchema, LLMError, Message
+from assistant.llm.client import JsonSchema, LLMError, LLMReplyError, Message
 from assistant.llm.priority import CancellableJsonLLM
 
 log = logging.getLogger(__name__)
@@ -66,13 +68,33 @@ def json_summariser(llm: CancellableJsonLLM) -> Summariser:
     """Ask ``llm`` (the background one) for the summary as a grammar-held JSON string."""
 
     def ask(prompt: list[Message]) -> str:
-        # Room for the JSON around the words and for a model that writes past the limit: at
-        # twice the words, the 0.5B model's summaries were cut off mid-string.
-        reply = llm.complete_json(prompt, SUMMARY_SCHEMA, max_tokens=SUMMARY_WORDS * 4)
+        # The 0.5B model may write on past the word limit (repeating itself) until the token
+        # limit cuts the string: what it wrote up to there is kept, so the limit can stay
+        # near the words asked for (each token written costs the background ~40 ms).
+        try:
+            reply = llm.complete_json(prompt, SUMMARY_SCHEMA, max_tokens=SUMMARY_WORDS * 2)
+        except LLMReplyError as error:
+            return cut_summary(error.reply)
         summary = reply.get("summary")
         return summary if isinstance(summary, str) else ""
 
     return ask
+
+
+def cut_summary(reply: str) -> str:
+    """The summary's text from a JSON reply cut off inside its string, up to its last whole
+    sentence ("" if the reply is not such a cut-off summary)."""
+    opening = re.match(r'\s*\{\s*"summary"\s*:\s*"', reply)
+    if opening is None:
+        return ""
+    body = reply[opening.end() :].removesuffix("\\")
+    try:
+        text = str(json.loads(f'"{body}"', strict=False))
+    except ValueError:
+        text = body
+    sentences = re.split(r"(?<=[.!?])\s+", text.strip())
+    whole = sentences[:-1] if len(sentences) > 1 else sentences
+    return " ".join(whole).strip()
 
 
 @dataclass(frozen=True)
@@ -98,7 +120,7 @@ class Compactor:
     is done."""
 
     def __init__(self, ask: Summariser) -> None:
-        self._ask = ask
+        self.ask = ask  # also what a blocking flush summarises with
         self.on_ready: Callable[[], None] = lambda: None
         self._lock = threading.Lock()
         self._thread: threading.Thread | None = None
@@ -136,7 +158,7 @@ class Compactor:
         return not (thread is not None and thread.is_alive())
 
     def _run(self, start: CompactionStart) -> None:
-        summary = summarise(self._ask, start.previous, start.covers)
+        summary = summarise(self.ask, start.previous, start.covers)
         with self._lock:
             self._done = Compaction(summary, start)
             self._thread = None

@@ -163,15 +163,18 @@ class ContextWindow:
         self.shows = self.shows[count:]
         return evicted
 
-    def compact(self, summary: str, covers: Sequence[Message]) -> bool:
+    def compact(
+        self, summary: str, covers: Sequence[Message], before: Message | None = None
+    ) -> bool:
         """Swap in ``summary`` for the oldest messages, if they are still ``covers`` (a
-        compaction made in the background); False, and nothing changed, if they are not."""
+        compaction made in the background), its note where ``add_summary`` puts it; False,
+        and nothing changed, if they are not."""
         count = len(covers)
         if count < 1 or self.fifo[:count] != list(covers):
             return False
         self.fifo = self.fifo[count:]
         self.shows = self.shows[count:]
-        self.add_summary(summary)
+        self.add_summary(summary, before)
         return True
 
     def add_summary(self, summary: str, before: Message | None = None) -> None:

@@ -32,7 +32,12 @@ class LLMUnavailable(LLMError):
 
 
 class LLMReplyError(LLMError):
-    """The endpoint answered, but not with what was asked for (e.g. invalid JSON)."""
+    """The endpoint answered, but not with what was asked for (e.g. invalid JSON); ``reply``
+    is what it wrote, where there was text."""
+
+    def __init__(self, message: str, reply: str = "") -> None:
+        super().__init__(message)
+        self.reply = reply
 
 
 class LLMContextOverflow(LLMError):
@@ -178,7 +183,8 @@ class LLMClient:
         except json.JSONDecodeError as error:
             raise LLMReplyError(
                 f"{self.endpoint.label} did not reply with valid JSON ({error.msg} at "
-                f"character {error.pos}): {_clip(text)}"
+                f"character {error.pos}): {_clip(text)}",
+                reply=text,
             ) from None
         if not isinstance(value, dict):
             raise LLMReplyError(f"{self.endpoint.label} replied with JSON that is not an object")
