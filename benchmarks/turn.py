@@ -3,7 +3,7 @@ token, the first word and the first sentence of the reply, and how much new prom
 read, over a scripted conversation long enough to compact its window several times.
 
     python -m benchmarks.turn [--profiles fast quality] [--turns 40] [--memories 1000]
-                              [--context-window 6144] [--pause-s 3] [--draft-lead-s S]
+                              [--context-window 6144] [--pause-s 3] [--typing-cps C]
                               [--defeated-turns 8] [--json]
 
 For each profile: the profile's local model on the runtime's servers (the conversation's and
@@ -15,10 +15,11 @@ the reply before it ended (the time a spoken reply takes to be heard and the use
 next thing; 0 for none), and no turn waits for background work (importance ratings,
 summaries) of the turn before: what is still running when the pause ends goes on beside the
 turn, as in the app. The window is ``--context-window`` tokens (server and agent alike),
-small enough that the turns compact it several times. With ``--draft-lead-s``, each message
-is first sent as a draft (``Agent.prepare``, as the terminal app does when the user pauses
-typing) that many seconds before it is sent for real (Enter), and the timings run from
-Enter. Per turn:
+small enough that the turns compact it several times. With ``--typing-cps``, each message is
+typed at that many characters a second after the pause, sent as drafts as the terminal app and
+the service send them (each finished word; one read at a time, the newest draft next;
+``Agent.prepare``), and sent for real (Enter) ``--enter-after-s`` after its last character;
+the timings run from Enter. Per turn:
 
 * ``first_token_ms``: from ``respond`` being called (retrieval, recording and prompt building
   included) to the first piece the LLM streams back;
@@ -42,7 +43,8 @@ model's own vocabulary.
 ``--json`` prints ``{"<profile>": {"first_token_ms", "first_word_ms", "first_sentence_ms",
 "new_prompt_tokens", "least_new_prompt_tokens" (each {"p50", "p95", "max"}), "cache_speedup",
 "defeated": {"first_token_ms", "first_sentence_ms"}, "turns", "replied", "compactions",
-"flushes", "server", "context_window", "pause_s", "draft_lead_s"}}``; otherwise a table.
+"flushes", "server", "context_window", "pause_s", "typing_cps", "enter_after_s"}}``;
+otherwise a table.
 Per-turn lines go to stderr.
 """
 
@@ -109,6 +111,47 @@ def log(message: str) -> None:
     print(message, file=sys.stderr, flush=True)
 
 
+class Drafts:
+    """Drafts read ahead as the service reads them: one at a time, and of those sent during
+    a read only the newest next."""
+
+    def __init__(self, prepare: Any) -> None:
+        self._prepare = prepare
+        self._lock = threading.Lock()
+        self._reading = False
+        self._next: str | None = None
+
+    def send(self, text: str) -> None:
+        with self._lock:
+            if self._reading:
+                self._next = text
+                return
+            self._reading = True
+        threading.Thread(target=self._read, args=(text,), daemon=True).start()
+
+    def sent_for_real(self) -> None:
+        """Enter: drafts not yet read are dropped (a read under way goes on)."""
+        with self._lock:
+            self._next = None
+
+    def _read(self, text: str | None) -> None:
+        while text is not None:
+            self._prepare(text)
+            with self._lock:
+                text, self._next = self._next, None
+                self._reading = text is not None
+
+
+def type_out(text: str, cps: float, drafts: Drafts) -> None:
+    """Type ``text`` at ``cps`` characters a second, sending a draft at each finished word."""
+    from assistant.service.protocol import DRAFT_WORD_ENDS
+
+    for end in range(1, len(text) + 1):
+        time.sleep(1 / cps)
+        if text[:end].endswith(DRAFT_WORD_ENDS):
+            drafts.send(text[:end].strip())
+
+
 class Clocked:
     """The real client; notes when the first piece of each turn arrives and the prompt tokens
     each request read anew, and (``defeat``) puts a new first line in every prompt so no
@@ -167,7 +210,7 @@ def converse(
     turns: int,
     defeat: bool,
     pause_s: float,
-    draft_lead_s: float | None,
+    typing: tuple[float, float] | None,
 ) -> Timing:
     from assistant.agent.events import UserText
     from assistant.agent.session import open_agent, open_stores
@@ -184,6 +227,7 @@ def converse(
     agent = open_agent(settings, clocked, stores, gate, background=summaries)
     agent.reads_ahead = True  # as the service sets it for a local server
     timing = Timing()
+    drafts = Drafts(agent.prepare)
     label = "defeated" if defeat else "reused"
     # One untimed turn first: the model's weights paged in, the cache holding the prefix.
     agent.respond(UserText("Hello."))
@@ -204,9 +248,11 @@ def converse(
 
             swaps = agent.compactions
             time.sleep(pause_s)
-            if draft_lead_s is not None and not defeat:
-                threading.Thread(target=agent.prepare, args=(text,), daemon=True).start()
-                time.sleep(draft_lead_s)
+            if typing is not None and not defeat:
+                cps, enter_after_s = typing
+                type_out(text, cps, drafts)
+                time.sleep(enter_after_s)
+                drafts.sent_for_real()
             clocked.first_piece = None
             clocked.read = []
             started = time.perf_counter()
@@ -271,7 +317,7 @@ def bench_profile(
     window: int,
     defeated_turns: int,
     pause_s: float,
-    draft_lead_s: float | None,
+    typing: tuple[float, float] | None,
 ) -> dict[str, Any]:
     from assistant.config import load_config
     from assistant.llm.runtime import LLMRuntime
@@ -296,7 +342,7 @@ def bench_profile(
                 shutil.copytree(base, folder)
                 run_settings = settings.model_copy(update={"data_dir": folder})
                 results[defeat] = converse(
-                    run_settings, runtime, folder, count, defeat, pause_s, draft_lead_s
+                    run_settings, runtime, folder, count, defeat, pause_s, typing
                 )
             server = runtime.server_name
     reused, defeated = results[False], results[True]
@@ -320,7 +366,8 @@ def bench_profile(
         "server": server,
         "context_window": window,
         "pause_s": pause_s,
-        "draft_lead_s": draft_lead_s,
+        "typing_cps": typing[0] if typing is not None else None,
+        "enter_after_s": typing[1] if typing is not None else None,
         "least_new_prompt_tokens": percentiles([float(t) for t in floor]),
     }
 
@@ -358,7 +405,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--context-window", type=int, default=CONTEXT_WINDOW)
     parser.add_argument("--defeated-turns", type=int, default=8)
     parser.add_argument("--pause-s", type=float, default=3.0)
-    parser.add_argument("--draft-lead-s", type=float, default=None)
+    parser.add_argument("--typing-cps", type=float, default=None)
+    parser.add_argument("--enter-after-s", type=float, default=0.3)
     parser.add_argument("--json", action="store_true", help="print one JSON object")
     args = parser.parse_args(argv)
     if min(args.turns, args.memories, args.defeated_turns) < 1:
@@ -372,7 +420,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             args.context_window,
             args.defeated_turns,
             args.pause_s,
-            args.draft_lead_s,
+            (args.typing_cps, args.enter_after_s) if args.typing_cps else None,
         )
         for profile in args.profiles
     }

@@ -93,9 +93,14 @@ class Say(Wire):
     confidence: float | None = Field(None, ge=0, le=1)
 
 
+# A client sends a draft as each word is finished (and when typing pauses).
+DRAFT_WORD_ENDS = (" ", ",", ".", "?", "!", ";", ":")
+
+
 class Draft(Wire):
-    """What the user has typed so far, sent when they pause: the service may read it ahead
-    (``Agent.prepare``) so that, sent unchanged, the turn starts sooner. Nothing is kept."""
+    """What the user has typed so far, sent as each word is finished or when they pause: the
+    service may read it ahead (``Agent.prepare``) so that, sent unchanged, the turn starts
+    sooner (the newest draft is read next when one comes during a read). Nothing is kept."""
 
     type: Literal["draft"] = "draft"
     text: UserText

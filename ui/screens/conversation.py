@@ -21,6 +21,7 @@ from assistant.config import LoadedConfig
 from assistant.llm.runtime import LLMRuntime
 from assistant.service.client import ServiceClient, ServiceError
 from assistant.service.protocol import (
+    DRAFT_WORD_ENDS,
     MAX_SAY_CHARS,
     Bye,
     Cancel,
@@ -63,7 +64,6 @@ LEAVE_TIMEOUT_S = 5.0
 # A pause this long in typing sends the text so far as a draft, to be read ahead; so does
 # each word finished (the service reads the newest draft whenever its model is free).
 TYPING_PAUSE_S = 0.5
-WORD_ENDS = (" ", ",", ".", "?", "!", ";", ":")
 
 RETRY = Binding(
     "ctrl+r", "retry", "Retry LLM", tooltip="Start the LLM again, or reconnect to the service"
@@ -328,7 +328,7 @@ class ConversationScreen(Screen[None]):
         text = event.value.strip()
         if not text or self.client is None or self.state != "ready":
             return
-        if event.value.endswith(WORD_ENDS):
+        if event.value.endswith(DRAFT_WORD_ENDS):
             self.run_worker(self._send_draft(text), group="drafts")
         else:
             self._pause = self.set_timer(TYPING_PAUSE_S, partial(self._send_draft, text))
