@@ -171,12 +171,16 @@ class AgentSettings(Section):
     memory_pressure: float = Field(
         0.7, gt=0, lt=1, description="Share of the context window that triggers the warning."
     )
+    # 0.2 of the 16,384-token window: a compaction at ~3,200 tokens. On CPU the server reads a
+    # turn's new tokens at half the speed with 5,000 tokens before them as with 1,000
+    # (docs/BENCHMARKS.md), and a compaction costs the next turn only its note.
     compact_share: float = Field(
-        0.5,
+        0.2,
         gt=0,
         lt=1,
         description="Share of the context window at which, after a turn, its oldest half is "
-        "summarised in the background (early enough to be ready before the window fills).",
+        "summarised in the background. Kept small: the longer the prompt, the slower the local "
+        "server reads each turn's new tokens.",
     )
     retrieved_memories: int = Field(
         5, ge=0, le=50, description="Memories retrieved into the prompt for each event."

@@ -16,10 +16,13 @@ earlier talk, then a dialogue (about 2,000 tokens). Per repeat, per server:
 * ``middle_removed_ms``: first piece after the first four messages of the dialogue were taken
   out (everything after them the same) and one more message added: what ``--cache-reuse``
   is for;
+* ``compaction_appended_ms``: first piece after a compaction as the app makes it: the summary
+  and the first four messages of the dialogue taken out, the new summary appended as a note
+  after the rest, and one more message (llama-server shifts the rest into place and reads
+  only the note and the message);
 * ``middle_change_ms``: first piece after the summary in the middle of the prompt changed (as a
-  compaction changes it), everything after it the same, and one more message: new text in
-  the middle, which no server reuses past (the app hands a compaction's prompt over from the
-  background server instead, ``tests/test_llm.py``);
+  compaction that kept its summary on top would change it), everything after it the same, and
+  one more message: new text in the middle, which no server reuses past;
 * ``restart_ms``: the server stopped and started again, then first piece of the last prompt with
   one more message (llama-server restores the slot it saved at the stop; ``restore_ms`` is that
   restore, part of starting);
@@ -48,6 +51,7 @@ FIGURES = (
     "prefill_tok_s",
     "decode_tok_s",
     "appended_ms",
+    "compaction_appended_ms",
     "middle_removed_ms",
     "middle_change_ms",
     "restart_ms",
@@ -154,6 +158,8 @@ class Server:
 
 
 def run_server(settings: Any, name: str, repeats: int, count: Any, scratch: Path) -> Figures:
+    from assistant.agent.context import SUMMARY_HEAD
+
     figures = Figures()
     server = Server(settings, name, scratch / name)
     client = server.start()
@@ -184,6 +190,11 @@ def run_server(settings: Any, name: str, repeats: int, count: Any, scratch: Path
             ]
             figures.values["appended_ms"].append(
                 first_piece_ms(client, with_message(appended, "Thanks! What time is it?"))
+            )
+            note = {"role": "system", "content": f"{SUMMARY_HEAD}\n{OTHER_SUMMARY}"}
+            compacted = [messages[0], *messages[6:], note]
+            figures.values["compaction_appended_ms"].append(
+                first_piece_ms(client, with_message(compacted, "What's Leo doing next month?"))
             )
             removed = [*messages[:2], *messages[6:]]
             figures.values["middle_removed_ms"].append(

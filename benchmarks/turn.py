@@ -3,7 +3,7 @@ token, the first word and the first sentence of the reply, and how much new prom
 read, over a scripted conversation long enough to compact its window several times.
 
     python -m benchmarks.turn [--profiles fast quality] [--turns 40] [--memories 1000]
-                              [--context-window 6144] [--pause-s 3] [--typing-cps C]
+                              [--context-window 16384] [--pause-s 3] [--typing-cps C]
                               [--defeated-turns 8] [--json]
 
 For each profile: the profile's local model on the runtime's servers (the conversation's and
@@ -14,8 +14,9 @@ compactor on the background server, prompts handed over after a compaction) that
 the reply before it ended (the time a spoken reply takes to be heard and the user to say the
 next thing; 0 for none), and no turn waits for background work (importance ratings,
 summaries) of the turn before: what is still running when the pause ends goes on beside the
-turn, as in the app. The window is ``--context-window`` tokens (server and agent alike),
-small enough that the turns compact it several times. With ``--typing-cps``, each message is
+turn, as in the app. The window is ``--context-window`` tokens (server and agent alike; the
+app's by default), and compaction starts at the app's ``agent.compact_share`` of it, so the
+turns compact it several times. With ``--typing-cps``, each message is
 typed at that many characters a second after the pause, sent as drafts as the terminal app and
 the service send them (each finished word; one read at a time, the newest draft next;
 ``Agent.prepare``), and sent for real (Enter) ``--enter-after-s`` after its last character;
@@ -92,8 +93,9 @@ CONVERSATION = (
 )
 _SENTENCE_END = re.compile(r"[.!?](\s|$)")
 _WORD = re.compile(r"\w")
-# Small enough that 40 turns compact the window several times.
-CONTEXT_WINDOW = 6144
+# The app's window: compaction starts at its agent.compact_share, so 40 turns compact it
+# several times.
+CONTEXT_WINDOW = 16384
 
 
 @dataclass
