@@ -16,10 +16,11 @@ earlier talk, then a dialogue (about 2,000 tokens). Per repeat, per server:
 * ``middle_removed_ms``: first piece after the first four messages of the dialogue were taken
   out (everything after them the same) and one more message added: what ``--cache-reuse``
   is for;
-* ``compaction_appended_ms``: first piece after a compaction as the app makes it: the summary
-  and the first four messages of the dialogue taken out, the new summary appended as a note
-  after the rest, and one more message (llama-server shifts the rest into place and reads
-  only the note and the message);
+* ``compaction_appended_ms``: first piece after a compaction as the app makes it, on a
+  conversation twice as long (the dialogue twice; read first, untimed): the summary and the
+  first 12 messages taken out, the new summary appended as a note after the rest, and one
+  more message (llama-server shifts the rest into place and reads only the note and the
+  message);
 * ``middle_change_ms``: first piece after the summary in the middle of the prompt changed (as a
   compaction that kept its summary on top would change it), everything after it the same, and
   one more message: new text in the middle, which no server reuses past;
@@ -191,8 +192,13 @@ def run_server(settings: Any, name: str, repeats: int, count: Any, scratch: Path
             figures.values["appended_ms"].append(
                 first_piece_ms(client, with_message(appended, "Thanks! What time is it?"))
             )
+            # A conversation twice as long, so the part a compaction keeps is over the
+            # 256-token chunk --cache-reuse needs: read, then its first 12 messages and the
+            # summary out and the new summary appended.
+            longer = [*messages, *messages[2:]]
+            first_piece_ms(client, with_message(longer, "And the weekend?"))
             note = {"role": "system", "content": f"{SUMMARY_HEAD}\n{OTHER_SUMMARY}"}
-            compacted = [messages[0], *messages[6:], note]
+            compacted = [messages[0], *longer[14:], note]
             figures.values["compaction_appended_ms"].append(
                 first_piece_ms(client, with_message(compacted, "What's Leo doing next month?"))
             )
