@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import copy
 import threading
 from collections import OrderedDict
 from collections.abc import Sequence
@@ -57,6 +58,15 @@ class OnnxSentenceEmbedder:
         self.remembered = remembered  # how many recent texts' vectors are kept
         self._recent: OrderedDict[str, NDArray[np.float32]] = OrderedDict()
         self._recent_lock = threading.Lock()
+
+    def without_memory(self) -> OnnxSentenceEmbedder:
+        """The same model (the session is shared) computing every vector afresh: for timing
+        the model itself."""
+        fresh = copy.copy(self)
+        fresh.remembered = 0
+        fresh._recent = OrderedDict()
+        fresh._recent_lock = threading.Lock()
+        return fresh
 
     def embed(self, texts: Sequence[str]) -> NDArray[np.float32]:
         if not texts:
