@@ -324,7 +324,8 @@ def bench_profile(
     from assistant.config import load_config
     from assistant.llm.runtime import LLMRuntime
 
-    with tempfile.TemporaryDirectory(prefix="turn-bench-") as scratch:
+    # Background work (ratings) may still be writing when the run ends.
+    with tempfile.TemporaryDirectory(prefix="turn-bench-", ignore_cleanup_errors=True) as scratch:
         flags = {"profile": profile, "llm.context_window": str(window)}
         flags |= {"data_dir": str(Path(scratch) / "data"), "cache_dir": str(Path(scratch) / "c")}
         settings = load_config(flags=flags).settings
