@@ -9,7 +9,7 @@ read, over a scripted conversation long enough to compact its window several tim
 For each profile: the profile's local model on the runtime's servers (the conversation's and
 the background one, as in the app), a memory of ``--memories`` varied stored records (the scale
 benchmark's templates, really embedded), and an agent opened as the service opens it (the
-compactor on the background server, prompts handed over after a compaction) that gets
+compactor on the background server, a swapped-in summary read ahead) that gets
 ``--turns`` scripted user messages through ``Agent.respond``, each ``--pause-s`` seconds after
 the reply before it ended (the time a spoken reply takes to be heard and the user to say the
 next thing; 0 for none), and no turn waits for background work (importance ratings,
