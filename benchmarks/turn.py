@@ -122,6 +122,8 @@ class Drafts:
         self._lock = threading.Lock()
         self._reading = False
         self._next: str | None = None
+        # When the last read ended (a turn sent during a read waits for it on the server).
+        self.read_ended = 0.0
 
     def send(self, text: str) -> None:
         with self._lock:
@@ -140,6 +142,7 @@ class Drafts:
         while text is not None:
             self._prepare(text)
             with self._lock:
+                self.read_ended = time.perf_counter()
                 text, self._next = self._next, None
                 self._reading = text is not None
 
@@ -163,6 +166,7 @@ class Clocked:
         self.client = client
         self.defeat = defeat
         self.first_piece: float | None = None
+        self.asked: float | None = None
         self.read: list[int] = []
         self._requests = itertools.count(1)
 
@@ -171,6 +175,8 @@ class Clocked:
             first = dict(messages[0])
             first["content"] = f"[request {next(self._requests)}]\n{first['content']}"
             messages = [first, *messages[1:]]
+        if self.asked is None:
+            self.asked = time.perf_counter()
         for piece in self.client.stream(messages, **options):
             if self.first_piece is None:
                 self.first_piece = time.perf_counter()
@@ -255,7 +261,7 @@ def converse(
                 type_out(text, cps, drafts)
                 time.sleep(enter_after_s)
                 drafts.sent_for_real()
-            clocked.first_piece = None
+            clocked.first_piece = clocked.asked = None
             clocked.read = []
             started = time.perf_counter()
             turn = agent.respond(UserText(text), on_text=listen)
@@ -276,12 +282,21 @@ def converse(
                 f"  {label} {number + 1:>2}: read {sum(clocked.read):>5} tokens, first token "
                 f"{timing.first_token[-1] if clocked.first_piece else float('nan'):>6.0f} ms, "
                 f"first word {timing.first_word[-1] if turn.reply else float('nan'):>6.0f} ms"
+                f"{_since(clocked.asked, started, ', asked at')}"
+                f"{_since(drafts.read_ended, started, ', a draft read ended at')}"
                 f"{', compacted before it' if compacted else ''}"
                 f"{', FLUSHED inside it' if turn.flushed else ''}: {turn.reply[:50]!r}"
             )
     finally:
         stores.stream.close()
     return timing
+
+
+def _since(moment: float | None, start: float, label: str) -> str:
+    """`` <label> N ms`` for a moment after ``start``, else nothing."""
+    if moment is None or moment <= start:
+        return ""
+    return f"{label} {(moment - start) * 1000:.0f} ms"
 
 
 def least_new_tokens(settings: Any, folder: Path, count: Any, turns: int) -> list[int]:

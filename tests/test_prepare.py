@@ -59,7 +59,7 @@ def test_a_prepared_message_sent_unchanged_sends_the_prompt_read_ahead(stores: S
     assert model.calls[-1] == read_ahead, "the turn's prompt is the one the server read"
 
 
-def test_a_different_message_is_retrieved_for_afresh(stores: Stores) -> None:
+def test_a_different_message_still_shows_its_own_best_memories(stores: Stores) -> None:
     model = ScriptedStream(say("Noted."))
     agent = agent_on(model, stores)
     assert agent.prepare("What colour is my car")
@@ -68,6 +68,23 @@ def test_a_different_message_is_retrieved_for_afresh(stores: Stores) -> None:
     prompt = model.calls[-1]
     assert prompt[-1] == {"role": "user", "content": QUESTION}
     assert "Beatrix lives in Porto" in prompt[-2]["content"], "retrieved for what was sent"
+
+
+def test_the_next_draft_keeps_the_memories_read_with_the_last_at_the_head(
+    stores: Stores,
+) -> None:
+    """One more word must not reorder what the server has read: the memories of the draft
+    before stay first, in the same order, and the new best ones follow them."""
+    model = ScriptedStream(say("In Porto."))
+    agent = agent_on(model, stores)
+    assert agent.prepare("What colour is my")
+    first = model.summaries[-1][-2]["content"]
+    assert agent.prepare("What colour is my sister Beatrix's car? Where does she live?")
+    second = model.summaries[-1][-2]["content"]
+    assert second.startswith(first), "the earlier memories lead, byte for byte"
+    assert "Beatrix lives in Porto" in second, "the new best memory is added after them"
+    agent.respond(UserText("What colour is my sister Beatrix's car? Where does she live?"))
+    assert model.calls[-1][-2]["content"] == second, "sent as drafted: the same memories"
 
 
 def test_preparing_waits_for_no_turn_and_disturbs_none(stores: Stores) -> None:
@@ -108,3 +125,15 @@ def test_the_real_server_reads_almost_nothing_for_a_prepared_message(
     reading = fast_llm.last_reading
     assert turn.error is None and turn.reply
     assert reading is not None and reading.read < 10, reading
+
+
+@pytest.mark.slow
+def test_the_real_server_reads_only_the_new_words_of_a_longer_draft(
+    fast_llm: LLMClient, stores: Stores
+) -> None:
+    agent = agent_on(fast_llm, stores)
+    agent.respond(UserText("Hello, I'm Sam."))
+    assert agent.prepare("Where does my sister")
+    assert agent.prepare(QUESTION)
+    reading = fast_llm.last_reading
+    assert reading is not None and reading.read < 40, reading

@@ -24,6 +24,7 @@ from assistant.agent.compaction import SUMMARY_WORDS, CompactionStart, Compactor
 from assistant.agent.context import MESSAGE_OVERHEAD_TOKENS, ContextWindow, ahead_of_a_turn
 from assistant.agent.context_store import save_context
 from assistant.agent.deferred import Deferred
+from assistant.agent.draft_memories import DraftMemories
 from assistant.agent.events import Event, from_user
 from assistant.agent.streaming import ReplyStream
 from assistant.agent.tools import (
@@ -116,14 +117,6 @@ class AgentConfig:
         default_factory=lambda: RetrievalWeights(recency=0.25, importance=0.25, relevance=1.0)
     )
     temperature: float = 0.3
-
-
-@dataclass(frozen=True)
-class _Prepared:
-    text: str
-    # What the window showed when it was prepared: retrieval left those out.
-    in_view: frozenset[str]
-    shown: tuple[MemoryRecord, ...]
 
 
 @dataclass(frozen=True)
@@ -233,8 +226,8 @@ class Agent:
         self.reads_ahead = False
         # Summaries swapped in from the background so far.
         self.compactions = 0
-        # A message prepared before it was sent (``prepare``), with what was retrieved for it.
-        self._prepared: _Prepared | None = None
+        # The memories read ahead with the drafts of the message being written (``prepare``).
+        self._drafts = DraftMemories(config.retrieved_memories)
         # The message of the event being answered (what a flush adds goes before it).
         self._event_message: Message | None = None
         # The user's message of this turn and the memory-stream record being written for it.
@@ -577,8 +570,7 @@ class Agent:
             return False
         try:
             in_view = frozenset(self.context.in_view())
-            shown = self._retrieve(text, touch=False)
-            self._prepared = _Prepared(text, in_view, tuple(shown))
+            shown = self._drafts.for_draft(text, in_view, self._rank)
             ids = [record.id for record in shown]
             ahead = self.context.messages()
             block = memories_block(shown)
@@ -595,27 +587,31 @@ class Agent:
         return True
 
     def _prepared_for(self, prompt: str) -> list[MemoryRecord] | None:
-        """The memories retrieved when ``prompt`` was prepared, if it was and nothing in view
-        changed since (then the turn's prompt is the one read ahead); marked as used now."""
-        prepared, self._prepared = self._prepared, None
-        if (
-            prepared is None
-            or prepared.text != prompt
-            or prepared.in_view != frozenset(self.context.in_view())
-        ):
+        """The memories to show with ``prompt`` carried from its drafts read ahead, if any
+        were and nothing in view changed since (then the server has read most of the prompt);
+        marked as used now."""
+        shown = self._drafts.for_message(prompt, frozenset(self.context.in_view()), self._rank)
+        if shown is None:
             return None
-        ids = [record.id for record in prepared.shown]
+        ids = [record.id for record in shown]
         if ids:
             try:
                 self.stores.stream.mark_accessed(ids)
             except (ValueError, MemoryRequestError, OSError) as error:
                 log.warning("could not mark the prepared memories as used: %s", error)
-        return list(prepared.shown)
+        return shown
 
-    def _retrieve(self, prompt: str, touch: bool = True) -> list[MemoryRecord]:
-        """The memories most worth showing for this event, leaving out those the FIFO shows
-        already (their messages, or an earlier event's retrieved memories)."""
-        wanted = self.config.retrieved_memories
+    def _rank(self, prompt: str, wanted: int) -> list[MemoryRecord]:
+        """The ``wanted`` memories most worth showing for a message not yet sent."""
+        return self._retrieve(prompt, touch=False, wanted=wanted)
+
+    def _retrieve(
+        self, prompt: str, touch: bool = True, wanted: int | None = None
+    ) -> list[MemoryRecord]:
+        """The memories most worth showing for this event (``wanted``, else as configured),
+        leaving out those the FIFO shows already (their messages, or an earlier event's
+        retrieved memories)."""
+        wanted = self.config.retrieved_memories if wanted is None else wanted
         if wanted < 1:
             return []
         in_view = self.context.in_view()
