@@ -263,11 +263,14 @@ def converse(
                 drafts.sent_for_real()
             clocked.first_piece = clocked.asked = None
             clocked.read = []
+            # Swapped in during the pause before this turn (the user not writing yet).
+            compacted = agent.compactions > swaps
+            swaps = agent.compactions
             started = time.perf_counter()
             turn = agent.respond(UserText(text), on_text=listen)
             ended = time.perf_counter()
-            # Swapped in during the pause before this turn, or at its start.
-            compacted = agent.compactions > swaps
+            # Swapped in at its end, after the reply (finished during it or its drafts).
+            compacted_after = agent.compactions > swaps
             timing.compactions = agent.compactions
             timing.flushes += turn.flushed
             if clocked.first_piece is not None:
@@ -279,12 +282,14 @@ def converse(
                 timing.first_word.append((marks.get("word", ended) - started) * 1000)
                 timing.first_sentence.append((marks.get("sentence", ended) - started) * 1000)
             log(
-                f"  {label} {number + 1:>2}: read {sum(clocked.read):>5} tokens, first token "
+                f"  {label} {number + 1:>2}: read {'+'.join(map(str, clocked.read)) or 0:>7} "
+                "tokens, first token "
                 f"{timing.first_token[-1] if clocked.first_piece else float('nan'):>6.0f} ms, "
                 f"first word {timing.first_word[-1] if turn.reply else float('nan'):>6.0f} ms"
                 f"{_since(clocked.asked, started, ', asked at')}"
                 f"{_since(drafts.read_ended, started, ', a draft read ended at')}"
                 f"{', compacted before it' if compacted else ''}"
+                f"{', compacted after it' if compacted_after else ''}"
                 f"{', FLUSHED inside it' if turn.flushed else ''}: {turn.reply[:50]!r}"
             )
     finally:

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import threading
+import time
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
@@ -163,13 +164,41 @@ def test_a_summary_finished_during_a_turn_waits_for_the_turn_boundary(
     model.replies = [reply]
     agent.respond(UserText("Tell me about the ivy."))
     assert swapped_during_reply == [False]
-    assert not agent.context.summary
+    assert agent.context.summary == background.summary, "swapped in once the reply was out"
+    assert agent.context.messages()[-1]["content"].endswith(background.summary)
     model.replies = [say("Fine.")]
     agent.respond(UserText("And the fern?"))
-    assert agent.context.summary == background.summary, "swapped in at the next turn's start"
     sent = model.calls[-1]
     assert sent[-1] == {"role": "user", "content": "And the fern?"}, "the event comes last"
     assert sent[-2]["content"].endswith(background.summary)
+
+
+def test_a_summary_finished_while_the_user_writes_waits_for_the_end_of_that_turn(
+    stores: Stores,
+) -> None:
+    """The drafts were read ahead against the window as it was: swapping the summary in
+    under them would make the turn read its whole new tail. It goes in after the reply."""
+    background = HeldSummaries()
+    model = ScriptedStream(say("Lovely."))
+    agent = compacting_agent(model, stores, background)
+    agent.reads_ahead = True
+    assert agent.compactor is not None
+    fill(agent)
+    assert agent.prepare("And the fern")
+    drafted = model.summaries[-1]
+    background.release.set()
+    assert agent.compactor.wait(10)
+    assert not agent.context.summary, "not swapped in under the drafts"
+
+    agent.respond(UserText("And the fern"))
+    assert model.calls[-1] == drafted, "the turn sent the prompt its draft read ahead"
+    assert agent.context.summary == background.summary, "swapped in after the reply"
+    now = agent.context.messages()
+    for _ in range(100):  # the note is read ahead on its own thread
+        if model.summaries[-1] == [*now, {"role": "user", "content": "…"}]:
+            break
+        time.sleep(0.05)
+    assert model.summaries[-1] == [*now, {"role": "user", "content": "…"}], "note read ahead"
 
 
 def test_an_overflow_while_a_summary_is_written_waits_for_it(stores: Stores) -> None:

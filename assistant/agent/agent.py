@@ -224,6 +224,8 @@ class Agent:
         self._window = threading.RLock()
         # A swapped-in summary's note is read ahead at once (set where the LLM is local).
         self.reads_ahead = False
+        # Set from the first draft of a message read ahead until the message's turn ends.
+        self._drafting = False
         # Summaries swapped in from the background so far.
         self.compactions = 0
         # The memories read ahead with the drafts of the message being written (``prepare``).
@@ -242,11 +244,15 @@ class Agent:
         """Handle one event; ``on_text`` gets each piece of a reply as it is written, and
         setting ``cancel`` stops a reply mid-stream (the delivered part is kept, marked)."""
         with self.gate.foreground(), self._window:
-            self._swap_in_compaction()
             try:
                 return self._respond(event, on_text, cancel or threading.Event())
             finally:
                 self._observed()
+                self._drafting = False
+                # A summary that finished during the turn, or while the user wrote its message,
+                # goes in now the reply is out: its note is read while the user listens.
+                if self._swap_in_compaction() and self.reads_ahead:
+                    threading.Thread(target=self.read_ahead, name="read-ahead", daemon=True).start()
                 self._after_turn()
 
     def _respond(
@@ -533,9 +539,11 @@ class Agent:
         return True
 
     def _compaction_ready(self) -> None:
-        """A summary is done: swapped in now if no turn is under way (else the next turn's
-        start does it), and the new note read ahead, so the next turn need not read it."""
-        if not self._window.acquire(blocking=False):
+        """A summary is done: swapped in now, and its note read ahead so the next turn need
+        not read it, if the window is free and the user is not writing the next message
+        (its drafts were read ahead against the window as it is); else at the end of the next
+        turn, once its reply is out."""
+        if self._drafting or not self._window.acquire(blocking=False):
             return
         try:
             swapped = self._swap_in_compaction()
@@ -569,6 +577,7 @@ class Agent:
         if not text.strip() or not self._window.acquire(blocking=False):
             return False
         try:
+            self._drafting = True
             in_view = frozenset(self.context.in_view())
             shown = self._drafts.for_draft(text, in_view, self._rank)
             ids = [record.id for record in shown]
