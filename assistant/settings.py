@@ -162,6 +162,19 @@ class VoiceSettings(Section):
     max_utterance_s: float = Field(
         30.0, gt=1, le=300, description="Longest single utterance; longer speech is cut here."
     )
+    # Off by default: on benchmarks.endpointing's turns the model took 44-48 % of the pauses
+    # inside a turn (commas, between sentences) for its end, against none for the silence.
+    turn_judge: bool = Field(
+        False,
+        description="At a short pause, judge from the sound of your speech whether you have "
+        "finished (smart-turn), and answer then; false: only end_silence_ms ends your turn.",
+    )
+    pause_ms: int = Field(
+        200,
+        ge=100,
+        le=3000,
+        description="The pause after which the turn judge is asked (see docs/BENCHMARKS.md).",
+    )
 
 
 class AgentSettings(Section):

@@ -21,8 +21,18 @@ utterance), ``missed`` (turns with no utterance) and the latency from the true e
 to the utterance being emitted (the silence itself plus Silero's lag and frame rounding),
 median and p95 over the turns. The recommended value is the smallest with at most 5 % false
 cuts in every kind of turn. Also printed: the longest pause inside each turn, as the VAD saw
-it. ``--json`` prints ``{"cases": {kind: turns}, "longest_pause_ms": [...], "rows": [one Row
-each], "recommended_ms": N}``.
+it.
+
+Then the same turns with the turn judge (smart-turn v3, turn_end.py) asked after each pause of
+``pause_ms``, for several pauses and end-of-turn silences (the fallback when the judge says the
+speaker goes on): a pause judged finished ends the turn at the first frame after the judgement
+is in (the judgement runs beside the frames, as in the voice loop, so its own time, measured,
+is part of the latency). The recommended setting has the lowest mean wait among those that cut
+no kind of turn more often, and miss none more often, than the silence alone at its default.
+
+``--json`` prints ``{"cases": {kind: turns}, "longest_pause_ms": [...], "rows": [one Row
+each], "recommended_ms": N, "judged_rows": [one Row each, with "pause_ms" and
+"judge_p50_ms"], "recommended_judged": Row or null}``.
 """
 
 from __future__ import annotations
@@ -31,20 +41,33 @@ import argparse
 import itertools
 import json
 import sys
+import time
 from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, replace
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
 from benchmarks.speech_data import DEFAULT_ROOT, librivox_clips
 from voice.audio import FRAME_S, FRAME_SAMPLES, SAMPLE_RATE, Frame, level_dbfs
 from voice.device import SimulatedDevice, load_wav
-from voice.endpoint import SPEECH_THRESHOLD, EndpointConfig, Endpointer, Utterance
+from voice.endpoint import (
+    SPEECH_THRESHOLD,
+    EndpointConfig,
+    Endpointer,
+    EndpointEvent,
+    Paused,
+    Utterance,
+)
+from voice.turn_end import COMPLETE_AT, SmartTurn, TurnJudge
 from voice.vad import SileroVAD
 
 END_SILENCES_MS = (300, 400, 500, 600, 700, 800, 1000)
+# With the turn judge: the pause before it is asked, and the silence that ends a turn anyway.
+JUDGE_PAUSES_MS = (150, 200, 300)
+JUDGE_END_SILENCES_MS = (600, 800, 1000)
 MAX_FALSE_CUTS = 0.05
 LEAD_S = 0.5
 TAIL_S = 2.5
@@ -146,10 +169,31 @@ def decide(case: Case, seed: int) -> Decided:
     return Decided(case.kind, frames, LEAD_S + case.speech_end_s)
 
 
-def utterances(decided: Decided, config: EndpointConfig) -> list[Utterance]:
+def utterances(
+    decided: Decided, config: EndpointConfig, judge: TurnJudge | None = None
+) -> tuple[list[Utterance], list[float]]:
+    """The utterances the endpointer emits, and how long each judgement took. As in the
+    voice loop, a pause is judged while frames go on: a pause judged finished ends the
+    utterance at the first frame after the judgement is in, if no speech came meanwhile."""
     endpointer = Endpointer(config)
-    events = (endpointer.feed(*frame) for frame in decided.frames)
-    return [event for event in events if isinstance(event, Utterance)]
+    found: list[Utterance] = []
+    took: list[float] = []
+    pending: list[tuple[float, int]] = []  # (when the verdict is in, pause number)
+    for frame in decided.frames:
+        at = frame[2]
+        events: list[EndpointEvent | None] = [endpointer.feed(*frame)]
+        while pending and pending[0][0] <= at:
+            events.append(endpointer.finish(pending.pop(0)[1], at))
+        for event in events:
+            if isinstance(event, Utterance):
+                found.append(event)
+            elif isinstance(event, Paused) and judge is not None:
+                started = time.perf_counter()
+                finished = judge.finished(event.audio) >= COMPLETE_AT
+                took.append(time.perf_counter() - started)
+                if finished:
+                    pending.append((event.at + took[-1], event.number))
+    return found, took
 
 
 @dataclass(frozen=True)
@@ -160,16 +204,31 @@ class Row:
     false_cut_by_kind: dict[str, float]
     latency_p50_ms: float
     latency_p95_ms: float
+    latency_mean_ms: float
     vad_lag_p50_ms: float
     """From the true end of speech to the end of the last frame the VAD still called speech."""
+    pause_ms: int | None = None
+    """The pause after which the turn judge was asked; None: the silence alone decides."""
+    judge_p50_ms: float | None = None
+    """How long one judgement took (it is part of the latency)."""
 
 
-def measure(decided: Sequence[Decided], end_silence_ms: int) -> Row:
+def measure(
+    decided: Sequence[Decided],
+    end_silence_ms: int,
+    judge: TurnJudge | None = None,
+    pause_ms: int | None = None,
+) -> Row:
     config = replace(EndpointConfig(), end_silence_ms=end_silence_ms)
+    if judge is not None and pause_ms is not None:
+        config = replace(config, pause_ms=pause_ms)
+    else:
+        judge = None
     counts: dict[str, list[int]] = {}
-    latencies, lags = [], []
+    latencies, lags, judged = [], [], []
     for case in decided:
-        found = utterances(case, config)
+        found, took = utterances(case, config, judge)
+        judged += took
         counts.setdefault(case.kind, []).append(len(found))
         if found:
             latencies.append((found[-1].emitted_at - case.speech_end) * 1000)
@@ -182,7 +241,10 @@ def measure(decided: Sequence[Decided], end_silence_ms: int) -> Row:
         false_cut_by_kind={kind: _share(c, lambda n: n > 1) for kind, c in counts.items()},
         latency_p50_ms=_percentile(latencies, 50),
         latency_p95_ms=_percentile(latencies, 95),
+        latency_mean_ms=float(np.mean(latencies)) if latencies else float("nan"),
         vad_lag_p50_ms=_percentile(lags, 50),
+        pause_ms=pause_ms if judge is not None else None,
+        judge_p50_ms=_percentile(judged, 50) * 1000 if judge is not None else None,
     )
 
 
@@ -219,11 +281,26 @@ def main(argv: Sequence[str] | None = None) -> int:
     rows = [measure(decided, end_silence) for end_silence in END_SILENCES_MS]
     kinds = dict(Counter(case.kind for case in cases))
     chosen = recommend(rows)
+    judge = turn_judge(args.profile)
+    judged = [
+        measure(decided, end_silence, judge, pause)
+        for pause in JUDGE_PAUSES_MS
+        for end_silence in JUDGE_END_SILENCES_MS
+    ]
+    baseline = next(row for row in rows if row.end_silence_ms == EndpointConfig().end_silence_ms)
+    best = recommend_judged(judged, baseline)
     if args.json:
         rows_json = [asdict(row) for row in rows]
         pauses_json = [case.longest_pause_ms for case in decided]
-        report = {"cases": kinds, "longest_pause_ms": pauses_json, "rows": rows_json}
-        print(json.dumps({**report, "recommended_ms": chosen}, indent=2))
+        report: dict[str, Any] = {
+            "cases": kinds,
+            "longest_pause_ms": pauses_json,
+            "rows": rows_json,
+            "recommended_ms": chosen,
+            "judged_rows": [asdict(row) for row in judged],
+            "recommended_judged": asdict(best) if best is not None else None,
+        }
+        print(json.dumps(report, indent=2))
         return 0
     print("turns: " + ", ".join(f"{kind} {count}" for kind, count in kinds.items()))
     pauses = [case.longest_pause_ms for case in decided]
@@ -243,7 +320,47 @@ def main(argv: Sequence[str] | None = None) -> int:
         f"recommended: {chosen} ms, the smallest with at most {MAX_FALSE_CUTS:.0%} false cuts"
         " in every kind of turn"
     )
+    print("\nwith the turn judge (smart-turn) asked after a pause, the silence as the fallback:")
+    print("pause  end silence  false cuts  missed  latency p50   p95  mean  judge  by kind")
+    for row in judged:
+        print(
+            f"{row.pause_ms:>3} ms  {row.end_silence_ms:>8} ms  {row.false_cut:>10.0%}"
+            f"  {row.missed:>6.0%}  {row.latency_p50_ms:>8.0f} ms  {row.latency_p95_ms:>4.0f}"
+            f"  {row.latency_mean_ms:>4.0f}  {row.judge_p50_ms or 0:>3.0f} ms  "
+            + ", ".join(f"{kind} {share:.0%}" for kind, share in row.false_cut_by_kind.items())
+        )
+    if best is None:
+        print("recommended: none cuts no more turns of each kind than the silence alone")
+    else:
+        print(
+            f"recommended: pause {best.pause_ms} ms, end silence {best.end_silence_ms} ms: the "
+            f"lowest mean wait ({best.latency_mean_ms:.0f} ms against "
+            f"{baseline.latency_mean_ms:.0f} ms) with no more false cuts of any kind than "
+            f"{baseline.end_silence_ms} ms of silence alone"
+        )
     return 0
+
+
+def turn_judge(profile: str) -> TurnJudge:
+    from assistant.config import load_config
+    from assistant.model_paths import ProfileModels
+
+    return SmartTurn(ProfileModels(load_config(flags={"profile": profile}).settings).turn())
+
+
+def recommend_judged(rows: Sequence[Row], baseline: Row) -> Row | None:
+    """The lowest mean wait among the settings that cut no kind of turn more often than the
+    silence alone does."""
+    fair = [
+        row
+        for row in rows
+        if all(
+            share <= baseline.false_cut_by_kind[kind]
+            for kind, share in row.false_cut_by_kind.items()
+        )
+        and row.missed <= baseline.missed
+    ]
+    return min(fair, key=lambda row: row.latency_mean_ms, default=None)
 
 
 if __name__ == "__main__":

@@ -67,7 +67,13 @@ QUESTIONS = (
     "Set a timer for ten minutes.",
     "Thanks, that is all for now.",
 )
-STAGES = ("stt_done", "first_token", "first_audio_synthesized", "first_audio_out")
+STAGES = (
+    "turn_decided",
+    "stt_done",
+    "first_token",
+    "first_audio_synthesized",
+    "first_audio_out",
+)
 TURN_TIMEOUT_S = 300.0
 ECHO_GAIN_DB = -10.0
 ECHO_DELAY_MS = 40.0

@@ -8,8 +8,8 @@ from functools import cache
 from importlib.resources import files
 from typing import Literal
 
-Part = Literal["stt", "llm", "tts", "embedder"]
-PARTS: tuple[Part, ...] = ("stt", "llm", "tts", "embedder")
+Part = Literal["stt", "llm", "tts", "embedder", "turn"]
+PARTS: tuple[Part, ...] = ("stt", "llm", "tts", "embedder", "turn")
 Layout = Literal["file", "files", "folder"]
 
 

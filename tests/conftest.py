@@ -31,6 +31,7 @@ from tests.helpers.service import InProcess
 from tests.memory_helpers import Clock
 from voice.stt import WhisperSTT
 from voice.tts import PiperTTS
+from voice.turn_end import SmartTurn
 
 REPO = Path(__file__).resolve().parent.parent
 atexit.register(shutil.rmtree, os.environ["XDG_DATA_HOME"], ignore_errors=True)
@@ -102,6 +103,11 @@ def embedder(fast_settings: Settings) -> OnnxSentenceEmbedder:
 def fast_stt(fast_settings: Settings) -> WhisperSTT:
     """Whisper tiny.en (the fast profile's), loaded once."""
     return WhisperSTT(ProfileModels(fast_settings).stt().directory)
+
+
+@pytest.fixture(scope="session")
+def turn_judge(fast_settings: Settings) -> SmartTurn:
+    return SmartTurn(ProfileModels(fast_settings).turn())
 
 
 @pytest.fixture(scope="session")

@@ -28,7 +28,7 @@ def sha256(path: Path) -> str:
 
 def test_manifest_has_both_profiles_for_every_part() -> None:
     for profile in ("quality", "fast"):
-        assert set(MANIFEST.profiles[profile]) == {"stt", "llm", "tts", "embedder"}
+        assert set(MANIFEST.profiles[profile]) == {"stt", "llm", "tts", "embedder", "turn"}
     assert MANIFEST.weight_for("quality", "llm").id == "qwen2.5-coder-1.5b-instruct-q4_k_m"
     assert MANIFEST.weight_for("fast", "stt").id == "whisper-tiny.en"
     assert set(SPLIT_WEIGHTS) == {

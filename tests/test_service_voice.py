@@ -67,13 +67,14 @@ async def test_a_wav_spoken_in_is_a_turn_and_its_reply_is_spoken(
         assert "brain> Going forward ten meters." in out.getvalue()
         timings = next(u for u in seen if isinstance(u, VoiceTimings))
         assert list(timings.stages_ms) == [
+            "turn_decided",
             "stt_done",
             "first_token",
             "first_audio_synthesized",
             "first_audio_out",
         ]
         assert list(timings.stages_ms.values()) == sorted(timings.stages_ms.values())
-        assert "after the end of speech: stt_done" in err.getvalue()
+        assert "after the end of speech: turn_decided" in err.getvalue()
         states = {u.state for u in seen if isinstance(u, Voice)}
         assert {"hearing", "speaking", "listening"} <= states
 

@@ -30,6 +30,7 @@ from voice.endpoint import (
     EndpointConfig,
     Endpointer,
     EndpointEvent,
+    Paused,
     SpeechDropped,
     SpeechStarted,
     Utterance,
@@ -86,7 +87,7 @@ def feed(endpointer: Endpointer, decisions: Sequence[bool]) -> list[EndpointEven
     """Decisions by hand, each on a frame of a quiet tone, 32 ms apart."""
     frame = tone(FRAME_S, amplitude=0.01)
     events = [endpointer.feed(frame, d, (i + 1) * FRAME_S) for i, d in enumerate(decisions)]
-    return [event for event in events if event is not None]
+    return [event for event in events if event is not None and not isinstance(event, Paused)]
 
 
 # --- the endpointer on decisions by hand ---------------------------------------------------

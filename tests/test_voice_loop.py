@@ -29,6 +29,7 @@ from voice.loop import (
 from voice.speech_out import ChunkConfig, ReplySpeech, SentenceChunker, speakable
 from voice.stt import Transcript, WhisperSTT, not_heard
 from voice.tts import PiperTTS
+from voice.turn_end import SmartTurn, TurnJudge
 from voice.vad import SileroVAD
 from voice.wer import word_error_rate
 
@@ -206,7 +207,7 @@ def run_loop(
     started: list[VoiceLoop] = []
 
     def start(
-        config: VoiceConfig | None = None, **device: object
+        config: VoiceConfig | None = None, judge: TurnJudge | None = None, **device: object
     ) -> tuple[VoiceLoop, SimulatedDevice, Recorder]:
         simulated = SimulatedDevice(realtime=True, until_closed=True, **device)  # type: ignore[arg-type]
         recorder = Recorder()
@@ -218,6 +219,7 @@ def run_loop(
             recorder,
             config or VoiceConfig(),
             lambda: "Names: Joana, Lisbon.",
+            judge,
         )
         loop.start()
         started.append(loop)
@@ -252,7 +254,13 @@ def test_a_question_is_heard_answered_and_cut_off_by_the_user(
     reply.finish()
     events.wait(lambda: events.of(FirstAudio))
     stages = heard.timings.since_end_of_speech_ms()
-    assert list(stages) == ["stt_done", "first_token", "first_audio_synthesized", "first_audio_out"]
+    assert list(stages) == [
+        "turn_decided",
+        "stt_done",
+        "first_token",
+        "first_audio_synthesized",
+        "first_audio_out",
+    ]
     assert list(stages.values()) == sorted(stages.values())
 
     # The reply plays (counted in audio the loop has taken in, not in wall-clock time, which a
@@ -297,3 +305,22 @@ def test_muted_hears_nothing_and_push_to_talk_hears_while_the_key_is_down(
     assert isinstance(heard, Heard) and "joana" in heard.transcript.text.lower()
     states = [e.state for e in events.of(StateChanged)]
     assert states[0] == "muted" and "hearing" in states and states[-1] == "push_to_talk"
+
+
+@pytest.mark.slow
+def test_a_finished_question_is_taken_at_a_short_pause_when_a_judge_hears_it_end(
+    run_loop: Callable[..., tuple[VoiceLoop, SimulatedDevice, Recorder]],
+    fast_tts: PiperTTS,
+    turn_judge: SmartTurn,
+) -> None:
+    question = "Can you remind me to call my sister tomorrow?"
+    _, device, events = run_loop(judge=turn_judge, noise_dbfs=-70)
+    device.speak(
+        np.concatenate([np.zeros(SAMPLE_RATE // 2, np.float32), spoken(fast_tts, question)])
+    )
+    events.wait(lambda: events.of(Heard))
+    heard = events.of(Heard)[0]
+    assert isinstance(heard, Heard) and word_error_rate(question, heard.transcript.text) <= 0.1
+    decided = heard.timings.since_end_of_speech_ms()["turn_decided"]
+    # 200 ms of pause and the judge's ~0.1 s, not the 600 ms of silence.
+    assert decided < VoiceConfig().endpoint.end_silence_ms - 100, decided

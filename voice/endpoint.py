@@ -15,6 +15,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from voice.audio import FRAME_S, FRAME_SAMPLES, SILENCE_DBFS, Frame, level_dbfs
+from voice.turn_end import COMPLETE_AT, TurnJudge
 from voice.vad import SpeechDetector
 
 # Silero's own default decision threshold.
@@ -33,6 +34,10 @@ class EndpointConfig:
     two-sentence speech); at 500 ms one in four read passages was split at a reader's pause,
     and the longest pause inside a turn the VAD saw was 512 ms. Costs ~680 ms (p50) from the
     end of speech to the utterance (75 ms of it Silero's lag)."""
+    pause_ms: int = 200
+    """Silence after which a turn judge, where there is one (turn_end.py), is asked whether
+    the user has finished; if so the turn ends then instead of at ``end_silence_ms``. Chosen
+    by ``python -m benchmarks.endpointing``."""
     min_utterance_ms: int = 250
     """From first to last speech frame; shorter ones (a cough, a knock) are dropped."""
     max_utterance_s: float = 30.0
@@ -68,6 +73,17 @@ class Utterance:
 
 
 @dataclass(frozen=True)
+class Paused:
+    """The speaker has paused for ``pause_ms``: whether they have finished is for a turn judge
+    to say (then ``Endpointer.finish(number, ...)`` ends the utterance)."""
+
+    audio: Frame
+    """The utterance so far, the pause included."""
+    number: int
+    at: float
+
+
+@dataclass(frozen=True)
 class SpeechDropped:
     """Speech started but ended too short to be an utterance; listening state is over."""
 
@@ -75,7 +91,7 @@ class SpeechDropped:
     ended_at: float
 
 
-EndpointEvent = SpeechStarted | Utterance | SpeechDropped
+EndpointEvent = SpeechStarted | Utterance | SpeechDropped | Paused
 
 
 class Endpointer:
@@ -85,6 +101,8 @@ class Endpointer:
         self.config = config = config or EndpointConfig()
         self._pre_roll_frames = _frames(config.pre_roll_ms / 1000)
         self._end_frames = max(1, _frames(config.end_silence_ms / 1000))
+        self._pause_frames = max(1, _frames(config.pause_ms / 1000))
+        self._pauses = 0
         self._min_frames = _frames(config.min_utterance_ms / 1000)
         self._max_frames = max(config.onset_frames + 1, _frames(config.max_utterance_s))
         self._post_frames = _frames(config.post_roll_ms / 1000)
@@ -103,6 +121,7 @@ class Endpointer:
         self._started_at = 0.0
         self._ended_at = 0.0
         self._continued = False
+        self._open_pause: int | None = None  # the pause under way, if one was reported
 
     @property
     def speaking(self) -> bool:
@@ -123,6 +142,7 @@ class Endpointer:
             self._last_speech = len(self._speech) - 1
             self._silence = 0
             self._ended_at = at
+            self._open_pause = None
         else:
             self._silence += 1
         if self._silence >= self._end_frames:
@@ -136,7 +156,20 @@ class Endpointer:
             self._speech, self._last_speech, self._continued = [], -1, True
             self._started_at = at
             return event
+        if self._silence == self._pause_frames and self._long_enough():
+            self._pauses += 1
+            self._open_pause = self._pauses
+            return Paused(np.concatenate(self._speech), self._pauses, at)
         return None
+
+    def finish(self, number: int, at: float) -> Utterance | SpeechDropped | None:
+        """The speaker was judged finished at pause ``number``: the utterance ends now (``at``,
+        the end of the last frame fed), unless they have spoken again since (None)."""
+        if self._speech is None or self._open_pause != number:
+            return None
+        event = self._emit(at, cut=False)
+        self._speech = None
+        return event
 
     def begin(self, at: float, speech_s: float) -> SpeechStarted | None:
         """The caller has confirmed speech of the last ``speech_s`` seconds up to ``at`` (the
@@ -161,19 +194,22 @@ class Endpointer:
         self._started_at = at - speech_frames * FRAME_S
         self._ended_at = at
         self._continued = False
+        self._open_pause = None
         return SpeechStarted(self._started_at)
 
     def _emit(self, at: float, *, cut: bool) -> Utterance | SpeechDropped:
         assert self._speech is not None
         spoken = self._last_speech + 1
-        long_enough = self._continued or (
-            round((self._ended_at - self._started_at) / FRAME_S) >= self._min_frames
-        )
-        if spoken <= 0 or not long_enough:
+        if spoken <= 0 or not self._long_enough():
             return SpeechDropped(self._started_at, max(self._started_at, self._ended_at))
         end = min(len(self._speech), spoken + self._post_frames)
         audio = np.concatenate(self._speech[:end]).astype(np.float32, copy=False)
         return Utterance(audio, self._started_at, self._ended_at, at, cut)
+
+    def _long_enough(self) -> bool:
+        return self._continued or (
+            round((self._ended_at - self._started_at) / FRAME_S) >= self._min_frames
+        )
 
     def _meter(self, frame: Frame) -> None:
         level = level_dbfs(frame)
@@ -192,10 +228,18 @@ def segment(
     detector: SpeechDetector,
     endpointer: Endpointer,
     threshold: float = SPEECH_THRESHOLD,
+    judge: TurnJudge | None = None,
 ) -> Iterator[EndpointEvent]:
     """The events for a stream of (frame, time at its end), speech decided by ``detector``
-    alone: the plain path with no echo to suppress (tests, benchmarks, push-to-talk)."""
+    alone: the plain path with no echo to suppress (tests, benchmarks, push-to-talk). A pause
+    is put to ``judge`` at once (the stream waits for it), and yielded too."""
     for frame, at in frames:
         event = endpointer.feed(frame, detector.probability(frame) >= threshold, at)
         if event is not None:
             yield event
+        if not isinstance(event, Paused) or judge is None:
+            continue
+        if judge.finished(event.audio) >= COMPLETE_AT:
+            ended = endpointer.finish(event.number, at)
+            if ended is not None:
+                yield ended

@@ -22,11 +22,19 @@ import numpy as np
 from voice.audio import FRAME_S, SILENCE_DBFS, Frame, level_dbfs
 from voice.device import DuplexAudio, DuplexFrame
 from voice.echo import EchoConfig, EchoSuppressor
-from voice.endpoint import EndpointConfig, Endpointer, SpeechDropped, Utterance
+from voice.endpoint import (
+    EndpointConfig,
+    Endpointer,
+    EndpointEvent,
+    Paused,
+    SpeechDropped,
+    Utterance,
+)
 from voice.speech_out import ChunkConfig, ReplySpeech
 from voice.stt import SpeechToText, Transcript, not_heard
 from voice.timing import Timings
 from voice.tts import TextToSpeech
+from voice.turn_end import COMPLETE_AT, TurnJudge
 from voice.vad import SpeechDetector
 
 log = logging.getLogger(__name__)
@@ -105,9 +113,11 @@ class VoiceLoop:
         on_event: Callable[[VoiceEvent], None],
         config: VoiceConfig = VoiceConfig(),
         prompt: Callable[[], str | None] = lambda: None,
+        judge: TurnJudge | None = None,
     ) -> None:
         """``prompt`` gives Whisper's initial prompt for each utterance (names it should
-        spell right, e.g. from the user's core memory)."""
+        spell right, e.g. from the user's core memory); ``judge``, if given, is asked at each
+        short pause whether the user has finished (else only the long silence ends a turn)."""
         self.device = device
         self.stt = stt
         self.tts = tts
@@ -124,11 +134,16 @@ class VoiceLoop:
         self._reply: ReplySpeech | None = None
         self._lock = threading.Lock()
         self._utterances: queue.SimpleQueue[Utterance | None] = queue.SimpleQueue()
+        # Pauses for the judge's thread, and the numbers of those it judged finished.
+        self.judge = judge
+        self._pauses: queue.SimpleQueue[Paused | None] = queue.SimpleQueue()
+        self._finished: queue.SimpleQueue[int] = queue.SimpleQueue()
         self._state: VoiceState | None = None
         self._level_at = 0.0
         self._threads = [
             threading.Thread(target=self._listen, name="voice-frames", daemon=True),
             threading.Thread(target=self._transcribe, name="voice-stt", daemon=True),
+            threading.Thread(target=self._judge, name="voice-turn", daemon=True),
         ]
         self._closed = threading.Event()
 
@@ -143,6 +158,7 @@ class VoiceLoop:
         self.stop_speaking()
         self.device.close()
         self._utterances.put(None)
+        self._pauses.put(None)
         for thread in self._threads:
             if thread.is_alive() and thread is not threading.current_thread():
                 thread.join(timeout=5)
@@ -253,11 +269,18 @@ class VoiceLoop:
         event = self.endpointer.feed(verdict.residual, is_speech, frame.at)
         if speaking and verdict.barge_in_began and event is None:
             event = self.endpointer.begin(frame.at, self.config.echo.barge_in_ms / 1000)
+        self._handle(event)
+        while not self._finished.empty():  # judged while the pause went on
+            self._handle(self.endpointer.finish(self._finished.get(), frame.at))
+        self._show(frame.at, self.endpointer.level_dbfs)
+
+    def _handle(self, event: EndpointEvent | None) -> None:
         if isinstance(event, Utterance):
             self._utterances.put(event)
         elif isinstance(event, SpeechDropped):
             self.on_event(NotHeard("too short to be speech"))
-        self._show(frame.at, self.endpointer.level_dbfs)
+        elif isinstance(event, Paused) and self.judge is not None:
+            self._pauses.put(event)
 
     def _barge_in(self, at: float) -> None:
         started = time.monotonic()
@@ -289,11 +312,26 @@ class VoiceLoop:
             return "thinking"
         return "push_to_talk" if self._mode == "push_to_talk" else "listening"
 
+    # The turn judge's thread: a pause is judged while frames go on (a speaker who starts
+    # again voids the judgement: Endpointer.finish).
+
+    def _judge(self) -> None:
+        while (pause := self._pauses.get()) is not None:
+            if self.judge is None:
+                continue
+            try:
+                finished = self.judge.finished(pause.audio) >= COMPLETE_AT
+            except Exception:  # the long silence still ends the turn
+                log.exception("the turn judge failed")
+                continue
+            if finished:
+                self._finished.put(pause.number)
+
     # The transcription thread
 
     def _transcribe(self) -> None:
         while (utterance := self._utterances.get()) is not None:
-            timings = Timings(end_of_speech=utterance.ended_at)
+            timings = Timings(end_of_speech=utterance.ended_at, turn_decided=utterance.emitted_at)
             try:
                 transcript = self.stt.transcribe(utterance.audio, self.prompt())
             except Exception as error:  # one bad utterance must not end listening

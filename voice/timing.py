@@ -6,12 +6,20 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass, fields
 
-STAGES = ("stt_done", "first_token", "first_audio_synthesized", "first_audio_out")
+STAGES = (
+    "turn_decided",
+    "stt_done",
+    "first_token",
+    "first_audio_synthesized",
+    "first_audio_out",
+)
 
 
 @dataclass
 class Timings:
     end_of_speech: float
+    # When the endpointer ended the turn (a silence long enough, or a pause judged final).
+    turn_decided: float | None = None
     stt_done: float | None = None
     # The reply's first text from the LLM (set by whoever streams the reply into speech).
     first_token: float | None = None

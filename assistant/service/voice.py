@@ -21,6 +21,7 @@ from voice.audio import SAMPLE_RATE
 from voice.device import AudioUnavailable, DuplexAudio, SimulatedDevice, open_sound_device
 from voice.endpoint import EndpointConfig
 from voice.loop import VoiceConfig, VoiceEvent, VoiceLoop
+from voice.turn_end import SmartTurn
 from voice.vad import SileroVAD
 
 log = logging.getLogger(__name__)
@@ -63,12 +64,16 @@ class VoiceBridge:
             endpoint=replace(
                 EndpointConfig(),
                 end_silence_ms=options.end_silence_ms,
+                pause_ms=options.pause_ms,
                 max_utterance_s=options.max_utterance_s,
             ),
             barge_in=options.barge_in,
         )
+        judge = SmartTurn(models.turn()) if options.turn_judge else None
         self.device = device
-        self.loop = VoiceLoop(device, stt, tts, SileroVAD(), self.on_event, config, self._prompt)
+        self.loop = VoiceLoop(
+            device, stt, tts, SileroVAD(), self.on_event, config, self._prompt, judge
+        )
         self.loop.start()
         return self.description
 

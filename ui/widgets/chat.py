@@ -14,6 +14,7 @@ from textual.widgets import Static
 Role = Literal["user", "assistant", "notice", "aside"]
 LABELS: dict[Role, str] = {"user": "You", "assistant": "Brain", "notice": "!", "aside": ""}
 STAGES = {
+    "turn_decided": "end of turn",
     "stt_done": "stt",
     "first_token": "first token",
     "first_audio_synthesized": "tts",
