@@ -44,7 +44,9 @@ def test_a_pause_is_reported_once_and_a_judged_finish_ends_the_turn_there() -> N
     started, paused = events
     assert isinstance(started, SpeechStarted) and isinstance(paused, Paused)
     assert paused.at == pytest.approx(29 * FRAME_S), "after 4 frames of silence"
-    assert len(paused.audio) == (5 + 20 + 4) * round(FRAME_S * SAMPLE_RATE), "the pause included"
+    # The utterance as it would be emitted (no post-roll here): the same audio if it ends now.
+    assert len(paused.audio) == (5 + 20) * round(FRAME_S * SAMPLE_RATE)
+    assert paused.ended_at == pytest.approx(25 * FRAME_S)
     ended = endpointer.finish(paused.number, 31 * FRAME_S)  # the judgement came 2 frames later
     assert isinstance(ended, Utterance)
     assert ended.ended_at == pytest.approx(25 * FRAME_S)

@@ -19,6 +19,7 @@ from voice.loop import (
     BargedIn,
     FirstAudio,
     Heard,
+    HeardSoFar,
     LevelChanged,
     NotHeard,
     StateChanged,
@@ -324,3 +325,26 @@ def test_a_finished_question_is_taken_at_a_short_pause_when_a_judge_hears_it_end
     decided = heard.timings.since_end_of_speech_ms()["turn_decided"]
     # 200 ms of pause and the judge's ~0.1 s, not the 600 ms of silence.
     assert decided < VoiceConfig().endpoint.end_silence_ms - 100, decided
+
+
+@pytest.mark.slow
+def test_what_was_said_so_far_is_transcribed_at_each_pause_and_the_last_is_the_turns(
+    run_loop: Callable[..., tuple[VoiceLoop, SimulatedDevice, Recorder]], fast_tts: PiperTTS
+) -> None:
+    """A pause inside the sentence gives a partial transcript the owner may read ahead (a
+    speculation the rest of the sentence then overtakes); the pause at its end gives the
+    transcript the turn uses, so once the silence ends the turn nothing is left to transcribe."""
+    sentence = "When I get home tonight, after the gym, remind me to water the plants."
+    _, device, events = run_loop(noise_dbfs=-70)
+    device.speak(
+        np.concatenate([np.zeros(SAMPLE_RATE // 2, np.float32), spoken(fast_tts, sentence)])
+    )
+    events.wait(lambda: events.of(Heard))
+    heard = events.of(Heard)[0]
+    assert isinstance(heard, Heard) and word_error_rate(sentence, heard.transcript.text) <= 0.15
+    so_far = [event.text for event in events.of(HeardSoFar) if isinstance(event, HeardSoFar)]
+    assert len(so_far) >= 2, so_far
+    assert len(so_far[0].split()) < len(heard.transcript.text.split()), "a partial first"
+    assert so_far[-1] == heard.transcript.text, "the last pause's transcript is the turn's"
+    stages = heard.timings.since_end_of_speech_ms()
+    assert stages["stt_done"] - stages["turn_decided"] < 50, stages

@@ -78,9 +78,12 @@ class Paused:
     to say (then ``Endpointer.finish(number, ...)`` ends the utterance)."""
 
     audio: Frame
-    """The utterance so far, the pause included."""
+    """The utterance as it would be emitted now (its post-roll included): if the speaker has
+    finished, this is the utterance's audio."""
     number: int
     at: float
+    ended_at: float
+    """End of the last speech frame: the utterance's ``ended_at`` if none follows."""
 
 
 @dataclass(frozen=True)
@@ -159,7 +162,7 @@ class Endpointer:
         if self._silence == self._pause_frames and self._long_enough():
             self._pauses += 1
             self._open_pause = self._pauses
-            return Paused(np.concatenate(self._speech), self._pauses, at)
+            return Paused(self._audio(), self._pauses, at, self._ended_at)
         return None
 
     def finish(self, number: int, at: float) -> Utterance | SpeechDropped | None:
@@ -202,9 +205,13 @@ class Endpointer:
         spoken = self._last_speech + 1
         if spoken <= 0 or not self._long_enough():
             return SpeechDropped(self._started_at, max(self._started_at, self._ended_at))
-        end = min(len(self._speech), spoken + self._post_frames)
-        audio = np.concatenate(self._speech[:end]).astype(np.float32, copy=False)
-        return Utterance(audio, self._started_at, self._ended_at, at, cut)
+        return Utterance(self._audio(), self._started_at, self._ended_at, at, cut)
+
+    def _audio(self) -> Frame:
+        """The speech so far and its post-roll."""
+        assert self._speech is not None
+        end = min(len(self._speech), self._last_speech + 1 + self._post_frames)
+        return np.concatenate(self._speech[:end]).astype(np.float32, copy=False)
 
     def _long_enough(self) -> bool:
         return self._continued or (

@@ -76,6 +76,14 @@ class Heard:
 
 
 @dataclass(frozen=True)
+class HeardSoFar:
+    """What the user has said so far, transcribed at a pause: they may go on, or this may be
+    all (then the utterance's ``Heard`` follows with the same transcript, not made again)."""
+
+    text: str
+
+
+@dataclass(frozen=True)
 class NotHeard:
     """Sound that came to nothing: too short, or what Whisper says for noise."""
 
@@ -100,7 +108,7 @@ class FirstAudio:
     timings: Timings
 
 
-VoiceEvent = StateChanged | LevelChanged | Heard | NotHeard | BargedIn | FirstAudio
+VoiceEvent = StateChanged | LevelChanged | Heard | HeardSoFar | NotHeard | BargedIn | FirstAudio
 
 
 class VoiceLoop:
@@ -133,7 +141,10 @@ class VoiceLoop:
         self._thinking = False
         self._reply: ReplySpeech | None = None
         self._lock = threading.Lock()
-        self._utterances: queue.SimpleQueue[Utterance | None] = queue.SimpleQueue()
+        # Utterances to transcribe, and pauses to transcribe what was said so far at.
+        self._utterances: queue.SimpleQueue[Utterance | Paused | None] = queue.SimpleQueue()
+        # The last pause's transcript, by the end of its last speech frame.
+        self._so_far: tuple[float, Transcript] | None = None
         # Pauses for the judge's thread, and the numbers of those it judged finished.
         self.judge = judge
         self._pauses: queue.SimpleQueue[Paused | None] = queue.SimpleQueue()
@@ -279,8 +290,10 @@ class VoiceLoop:
             self._utterances.put(event)
         elif isinstance(event, SpeechDropped):
             self.on_event(NotHeard("too short to be speech"))
-        elif isinstance(event, Paused) and self.judge is not None:
-            self._pauses.put(event)
+        elif isinstance(event, Paused):
+            self._utterances.put(event)
+            if self.judge is not None:
+                self._pauses.put(event)
 
     def _barge_in(self, at: float) -> None:
         started = time.monotonic()
@@ -327,17 +340,37 @@ class VoiceLoop:
             if finished:
                 self._finished.put(pause.number)
 
-    # The transcription thread
+    # The transcription thread: utterances, and at each pause what was said so far (so the
+    # owner can start on it, and an utterance that ends there is transcribed already)
+
+    def _transcribe_so_far(self, pause: Paused) -> None:
+        if not self._utterances.empty():  # more to do, this pause is behind it
+            return
+        try:
+            transcript = self.stt.transcribe(pause.audio, self.prompt())
+        except Exception:  # the utterance is transcribed when it ends anyway
+            log.exception("transcribing at a pause failed")
+            return
+        self._so_far = (pause.ended_at, transcript)
+        if not_heard(transcript) is None:
+            self.on_event(HeardSoFar(transcript.text))
 
     def _transcribe(self) -> None:
         while (utterance := self._utterances.get()) is not None:
-            timings = Timings(end_of_speech=utterance.ended_at, turn_decided=utterance.emitted_at)
-            try:
-                transcript = self.stt.transcribe(utterance.audio, self.prompt())
-            except Exception as error:  # one bad utterance must not end listening
-                log.exception("transcription failed")
-                self.on_event(NotHeard(f"speech recognition failed: {error}"))
+            if isinstance(utterance, Paused):
+                self._transcribe_so_far(utterance)
                 continue
+            timings = Timings(end_of_speech=utterance.ended_at, turn_decided=utterance.emitted_at)
+            so_far, self._so_far = self._so_far, None
+            if so_far is not None and so_far[0] == utterance.ended_at and not utterance.cut:
+                transcript = so_far[1]  # nothing was said after that pause: the same audio
+            else:
+                try:
+                    transcript = self.stt.transcribe(utterance.audio, self.prompt())
+                except Exception as error:  # one bad utterance must not end listening
+                    log.exception("transcription failed")
+                    self.on_event(NotHeard(f"speech recognition failed: {error}"))
+                    continue
             timings.mark("stt_done")
             reason = not_heard(transcript)
             if reason is not None:

@@ -141,6 +141,7 @@ from voice.loop import (
     BargedIn,
     FirstAudio,
     Heard,
+    HeardSoFar,
     LevelChanged,
     NotHeard,
     StateChanged,
@@ -1050,6 +1051,9 @@ class AssistantService:
             case Heard():
                 said = Say(text=event.transcript.text, confidence=event.transcript.confidence)
                 self._accept("voice", said, self._broadcast, event.timings)
+            case HeardSoFar():
+                # The user paused: their words so far are read ahead like a typed draft.
+                self._read_draft(event.text)
             case NotHeard():
                 log.info("not heard: %s", event.reason)
                 self._broadcast(Unheard(reason=event.reason))
