@@ -173,7 +173,8 @@ class VoiceSettings(Section):
         200,
         ge=100,
         le=3000,
-        description="The pause after which the turn judge is asked (see docs/BENCHMARKS.md).",
+        description="A pause this long in your speech: what you said so far is transcribed "
+        "and read ahead, and the turn judge (if on) asked whether you have finished.",
     )
 
 

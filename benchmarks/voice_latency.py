@@ -10,9 +10,12 @@ Latency, per profile: a fresh data folder, `brain serve` started the way the app
 plays a file into it). Each utterance is a WAV: the five LibriVox recordings from the
 pocketsphinx sdist and Piper-spoken questions, each followed by the silence of the simulated
 microphone (real trailing silence, paced in real time). The service reports the stage times of
-every spoken turn (``VoiceTimings``): ``stt_done`` (end-of-turn silence wait + Whisper),
-``first_token`` (the reply's first text from the LLM), ``first_audio_synthesized`` (Piper's
-first chunk), ``first_audio_out`` (the first frame of it going to the speaker); all in ms after
+every spoken turn (``VoiceTimings``): ``turn_decided`` (the end-of-turn silence, or a pause
+judged final), ``stt_done`` (the transcript: made then, or at the pause it ended at),
+``memories`` (retrieved for the turn), ``prompt_sent`` (the LLM asked), ``first_token`` (the
+reply's first text from the LLM), ``first_word`` (its first letter or digit),
+``first_audio_synthesized`` (Piper's first chunk), ``first_audio_out`` (the first frame of it
+going to the speaker); all in ms after
 the end of the user's speech (the last frame the VAD took for speech). The next utterance is
 spoken once the reply has played out. ``ratio_to_goal`` is the end-to-first-audio p50 over the
 goal (fast 1.0 s, quality 2.0 s).
@@ -25,9 +28,15 @@ into a reply, the time from the first frame of their speech (Silero on the clean
 the first frame the speaker went silent (32 ms frames). The loop does not depend on the LLM, so
 this part runs once with the first profile's voice and recogniser.
 
+``heard_wer`` is the word error rate of what the service heard against the text of every
+utterance played (all errors over all words); ``heard_wer_whole_utterance`` the same files
+transcribed whole by the profile's recogniser outside the service, in the same run (the path
+every utterance took before transcripts were made at pauses).
+
 ``--json`` prints ``{"<profile>": {"end_to_first_audio_ms": {"p50", "p95"}, "stages_ms":
 {stage: {"p50", "p95"}}, "barge_in_stop_ms": {"p50", "p95"}, "self_trigger_rate",
-"ratio_to_goal", "utterances", "answered"}}``. Progress goes to stderr.
+"ratio_to_goal", "heard_wer", "heard_wer_whole_utterance", "utterances", "answered"}}``.
+Progress goes to stderr.
 """
 
 from __future__ import annotations
@@ -48,6 +57,9 @@ import numpy as np
 
 from benchmarks.speech_data import DEFAULT_ROOT, librivox_clips
 from benchmarks.stats import percentiles
+from voice.device import load_wav
+from voice.timing import STAGES
+from voice.wer import normalize, word_error_rate
 
 GOALS_MS = {"fast": 1000.0, "quality": 2000.0}
 QUESTIONS = (
@@ -67,13 +79,7 @@ QUESTIONS = (
     "Set a timer for ten minutes.",
     "Thanks, that is all for now.",
 )
-STAGES = (
-    "turn_decided",
-    "stt_done",
-    "first_token",
-    "first_audio_synthesized",
-    "first_audio_out",
-)
+
 TURN_TIMEOUT_S = 300.0
 ECHO_GAIN_DB = -10.0
 ECHO_DELAY_MS = 40.0
@@ -91,20 +97,43 @@ class Turn:
     stages_ms: dict[str, float] = field(default_factory=dict)
 
 
-def utterance_files(folder: Path, count: int) -> list[Path]:
-    """The LibriVox clips, then Piper-spoken questions, ``count`` in all."""
+def utterance_files(folder: Path, count: int) -> list[tuple[Path, str]]:
+    """The LibriVox clips, then Piper-spoken questions, ``count`` in all, each with its text."""
     from assistant.config import load_config
     from assistant.model_paths import ProfileModels
     from assistant.parts import load_tts
 
-    files = [path for path, _ in librivox_clips(DEFAULT_ROOT)][:count]
+    files = librivox_clips(DEFAULT_ROOT)[:count]
     settings = load_config(flags={"profile": "fast"}, environ={}).settings
     tts = load_tts(settings, ProfileModels(settings).tts())
     for index, question in enumerate(QUESTIONS[: max(0, count - len(files))]):
         path = folder / f"question{index:02d}.wav"
         tts.speak(question).write_wav(path)
-        files.append(path)
+        files.append((path, question))
     return files
+
+
+def heard_wer(references: Sequence[str], heard: Sequence[str]) -> float:
+    """Word error rate over all the utterances (their errors over their words)."""
+    words = [len(normalize(reference)) for reference in references]
+    errors = sum(
+        word_error_rate(reference, text) * count
+        for reference, text, count in zip(references, heard, words, strict=True)
+    )
+    return round(errors / max(1, sum(words)), 4)
+
+
+def direct_wer(profile: str, files: Sequence[tuple[Path, str]]) -> float:
+    """The same files transcribed whole by the profile's recogniser, outside the service: the
+    path every utterance took before transcripts were made at pauses."""
+    from assistant.config import load_config
+    from assistant.model_paths import ProfileModels
+    from assistant.parts import load_stt
+
+    settings = load_config(flags={"profile": profile}, environ={}).settings
+    stt = load_stt(settings, ProfileModels(settings).stt())
+    heard = [stt.transcribe(load_wav(path)).text for path, _ in files]
+    return heard_wer([text for _, text in files], heard)
 
 
 async def run_turns(profile: str, files: Sequence[Path], root: Path) -> list[Turn]:
@@ -172,7 +201,7 @@ def echo_and_barge_in(profile: str, replies: Sequence[str]) -> dict[str, Any]:
     from assistant.parts import load_stt, load_tts
     from benchmarks.echo_suppression import speech_onset
     from voice.audio import FRAME_S, FRAME_SAMPLES, SAMPLE_RATE
-    from voice.device import EchoPath, SimulatedDevice, load_wav
+    from voice.device import EchoPath, SimulatedDevice
     from voice.loop import BargedIn, VoiceEvent, VoiceLoop
     from voice.vad import SileroVAD
 
@@ -242,7 +271,7 @@ def echo_and_barge_in(profile: str, replies: Sequence[str]) -> dict[str, Any]:
     }
 
 
-def summarise(profile: str, turns: Sequence[Turn]) -> dict[str, Any]:
+def summarise(profile: str, turns: Sequence[Turn], references: Sequence[str]) -> dict[str, Any]:
     answered = [t for t in turns if "first_audio_out" in t.stages_ms]
     end_to_audio = percentiles([t.stages_ms["first_audio_out"] for t in answered])
     return {
@@ -252,6 +281,7 @@ def summarise(profile: str, turns: Sequence[Turn]) -> dict[str, Any]:
             for stage in STAGES
         },
         "ratio_to_goal": round(end_to_audio["p50"] / GOALS_MS[profile], 2),
+        "heard_wer": heard_wer(references, [turn.heard for turn in turns]),
         "utterances": len(turns),
         "answered": len(answered),
     }
@@ -270,10 +300,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     with tempfile.TemporaryDirectory(prefix="voice-bench") as scratch:
         root = Path(scratch)
         files = utterance_files(root, args.utterances)
+        paths, references = [path for path, _ in files], [text for _, text in files]
         for profile in args.profiles:
             log(f"{profile}: {len(files)} utterances through brain serve")
-            turns = asyncio.run(run_turns(profile, files, root / profile))
-            results[profile] = summarise(profile, turns)
+            turns = asyncio.run(run_turns(profile, paths, root / profile))
+            results[profile] = summarise(profile, turns, references)
+            results[profile]["heard_wer_whole_utterance"] = direct_wer(profile, files)
             replies += [t.reply for t in turns if t.reply]
         log("echo and barge-in on the voice loop")
         loop_figures = echo_and_barge_in(args.profiles[0], replies[: args.utterances])
@@ -291,6 +323,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         )
         for stage, shown in figures["stages_ms"].items():
             print(f"  {stage}: p50 {shown['p50']:,.0f} ms, p95 {shown['p95']:,.0f} ms")
+        print(
+            f"  heard WER {figures['heard_wer']:.1%} (the same files transcribed whole: "
+            f"{figures['heard_wer_whole_utterance']:.1%})"
+        )
         stop = figures["barge_in_stop_ms"]
         print(
             f"  barge-in stop p50 {stop['p50']:,.0f} ms, p95 {stop['p95']:,.0f} ms "

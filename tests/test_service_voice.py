@@ -69,7 +69,10 @@ async def test_a_wav_spoken_in_is_a_turn_and_its_reply_is_spoken(
         assert list(timings.stages_ms) == [
             "turn_decided",
             "stt_done",
+            "memories",
+            "prompt_sent",
             "first_token",
+            "first_word",
             "first_audio_synthesized",
             "first_audio_out",
         ]

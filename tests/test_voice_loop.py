@@ -259,6 +259,7 @@ def test_a_question_is_heard_answered_and_cut_off_by_the_user(
         "turn_decided",
         "stt_done",
         "first_token",
+        "first_word",
         "first_audio_synthesized",
         "first_audio_out",
     ]

@@ -35,9 +35,9 @@ class EndpointConfig:
     and the longest pause inside a turn the VAD saw was 512 ms. Costs ~680 ms (p50) from the
     end of speech to the utterance (75 ms of it Silero's lag)."""
     pause_ms: int = 200
-    """Silence after which a turn judge, where there is one (turn_end.py), is asked whether
-    the user has finished; if so the turn ends then instead of at ``end_silence_ms``. Chosen
-    by ``python -m benchmarks.endpointing``."""
+    """A pause this long is reported (``Paused``): what was said so far can be transcribed
+    and read ahead, and a turn judge, where there is one (turn_end.py), asked whether the user
+    has finished (then the turn ends there instead of at ``end_silence_ms``)."""
     min_utterance_ms: int = 250
     """From first to last speech frame; shorter ones (a cough, a knock) are dropped."""
     max_utterance_s: float = 30.0

@@ -157,6 +157,8 @@ class ReplySpeech:
     def feed(self, delta: str) -> None:
         if self.timings is not None:
             self.timings.mark("first_token")
+            if any(character.isalnum() for character in delta):
+                self.timings.mark("first_word")
         for chunk in self._chunker.feed(delta):
             self._pending.put(chunk)
 

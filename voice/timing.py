@@ -9,7 +9,10 @@ from dataclasses import dataclass, fields
 STAGES = (
     "turn_decided",
     "stt_done",
+    "memories",
+    "prompt_sent",
     "first_token",
+    "first_word",
     "first_audio_synthesized",
     "first_audio_out",
 )
@@ -21,8 +24,12 @@ class Timings:
     # When the endpointer ended the turn (a silence long enough, or a pause judged final).
     turn_decided: float | None = None
     stt_done: float | None = None
-    # The reply's first text from the LLM (set by whoever streams the reply into speech).
+    # Set by whoever answers: the memories for the turn retrieved, its prompt sent.
+    memories: float | None = None
+    prompt_sent: float | None = None
+    # The reply's first text, and its first word (set as the reply streams into speech).
     first_token: float | None = None
+    first_word: float | None = None
     first_audio_synthesized: float | None = None
     first_audio_out: float | None = None
 

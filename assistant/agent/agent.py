@@ -58,6 +58,12 @@ log = logging.getLogger(__name__)
 # How long a turn whose window filled waits for the background summary under way, before it
 # writes one itself.
 COMPACTION_WAIT_S = 120.0
+
+
+def _no_stage(stage: str) -> None:
+    """Nobody is told of the turn's stages."""
+
+
 FALLBACK_MESSAGE = "Sorry, I could not put a reply together just now. Please try again."
 INTERRUPTED = " [interrupted]"
 
@@ -226,6 +232,8 @@ class Agent:
         self.reads_ahead = False
         # Set from the first draft of a message read ahead until the message's turn ends.
         self._drafting = False
+        # Told of the stages of the turn under way (respond's on_stage).
+        self._on_stage: Callable[[str], None] = _no_stage
         # Summaries swapped in from the background so far.
         self.compactions = 0
         # The memories read ahead with the drafts of the message being written (``prepare``).
@@ -240,13 +248,17 @@ class Agent:
         event: Event,
         on_text: Callable[[str], None] = lambda text: None,
         cancel: threading.Event | None = None,
+        on_stage: Callable[[str], None] = _no_stage,
     ) -> Turn:
         """Handle one event; ``on_text`` gets each piece of a reply as it is written, and
-        setting ``cancel`` stops a reply mid-stream (the delivered part is kept, marked)."""
+        setting ``cancel`` stops a reply mid-stream (the delivered part is kept, marked).
+        ``on_stage`` hears "memories" (retrieved) and "prompt_sent" (the first request)."""
         with self.gate.foreground(), self._window:
+            self._on_stage = on_stage
             try:
                 return self._respond(event, on_text, cancel or threading.Event())
             finally:
+                self._on_stage = _no_stage
                 self._observed()
                 self._drafting = False
                 # A summary that finished during the turn, or while the user wrote its message,
@@ -267,6 +279,7 @@ class Agent:
         shown = self._prepared_for(prompt)
         if shown is None:
             shown = self._retrieve(prompt)
+        self._on_stage("memories")
         self._record_event(event, prompt, shown)
         # Set once the model went round or looked something up without answering: the next
         # step may only send a message (held to that by the schema or the offered tools).
@@ -381,6 +394,7 @@ class Agent:
         held to the action schema, its text as content; ``answer_now``: send_message only."""
         messages = self.context.messages()
         max_tokens = self.context.config.reply_tokens
+        self._on_stage("prompt_sent")
         if native is not None:
             yield from native.stream_tools(
                 messages,

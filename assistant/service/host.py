@@ -270,9 +270,13 @@ class AgentHost:
         return LLMRuntime(self.settings).describe()
 
     def respond(
-        self, event: Event, on_text: Callable[[str], None], cancel: threading.Event
+        self,
+        event: Event,
+        on_text: Callable[[str], None],
+        cancel: threading.Event,
+        on_stage: Callable[[str], None] = lambda stage: None,
     ) -> Turn:
-        return self.open_memory().respond(event, on_text=on_text, cancel=cancel)
+        return self.open_memory().respond(event, on_text=on_text, cancel=cancel, on_stage=on_stage)
 
     def note(self, event: Event) -> None:
         self.open_memory().note(event)

@@ -695,7 +695,14 @@ class AssistantService:
 
         self._thinking(True)
         try:
-            turn = await asyncio.to_thread(self.host.respond, event, chunk, running.cancel)
+            timings = job.timings
+            turn = await asyncio.to_thread(
+                self.host.respond,
+                event,
+                chunk,
+                running.cancel,
+                timings.mark if timings is not None else lambda stage: None,
+            )
             if speech is not None and turn.error and not turn.reply:
                 speech.feed(SPOKEN_FAILURE)  # the reason is on screen; a listener hears this
         finally:

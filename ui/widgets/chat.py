@@ -16,7 +16,10 @@ LABELS: dict[Role, str] = {"user": "You", "assistant": "Brain", "notice": "!", "
 STAGES = {
     "turn_decided": "end of turn",
     "stt_done": "stt",
+    "memories": "memories",
+    "prompt_sent": "asked",
     "first_token": "first token",
+    "first_word": "first word",
     "first_audio_synthesized": "tts",
     "first_audio_out": "sound",
 }
