@@ -19,8 +19,11 @@ from assistant.parts import load_embedder, load_stt, load_tts
 from assistant.settings import Settings
 from memory.database import open_database
 from models import ProgressCallback
+from voice.audio import SAMPLE_RATE
+from voice.device import load_wav
 from voice.devices import list_audio_devices
 from voice.stt import WhisperSTT
+from voice.turn_end import SmartTurn
 from voice.wer import word_error_rate
 
 SPOKEN_CLIP_TEXT = "go forward ten meters"
@@ -64,6 +67,7 @@ class Doctor:
             ("tts", self.check_tts),
             ("llm", self.check_llm),
             ("embedder", self.check_embedder),
+            ("turn", self.check_turn),
             ("database", self.check_database),
             ("audio", self.check_audio),
         ]
@@ -124,6 +128,17 @@ class Doctor:
             f"{paths.name}: {embedder.dimensions} dimensions, "
             f"similar {similar:.2f} > unrelated {unrelated:.2f}"
         )
+
+    def check_turn(self) -> str:
+        path = self.models.turn()
+        judge = SmartTurn(path)
+        pause = np.zeros(SAMPLE_RATE // 5, dtype=np.float32)
+        clip = np.concatenate([load_wav(spoken_clip()), pause])
+        finished = judge.finished(clip)
+        if not 0.0 <= finished <= 1.0:
+            raise CheckFailed(f"the turn judge gave {finished} for a finished sentence")
+        state = "on" if self.settings.voice.turn_judge else "off (voice.turn_judge)"
+        return f"{path.stem}: {SPOKEN_CLIP_TEXT!r} judged finished at {finished:.2f}; {state}"
 
     def check_database(self) -> str:
         database = open_database(self.settings.data_dir)

@@ -12,7 +12,7 @@ import pytest
 
 from tests.conftest import REPO
 
-EXPECTED_CHECKS = ["stt", "tts", "llm", "embedder", "database", "audio"]
+EXPECTED_CHECKS = ["stt", "tts", "llm", "embedder", "turn", "database", "audio"]
 
 
 @pytest.mark.slow
