@@ -46,7 +46,10 @@ model's own vocabulary.
 "defeated": {"first_token_ms", "first_sentence_ms"}, "turns", "replied", "compactions",
 "flushes", "server", "context_window", "pause_s", "typing_cps", "enter_after_s"}}``;
 otherwise a table.
-Per-turn lines go to stderr.
+Per-turn lines go to stderr: the tokens each request of the turn read (``a+b``), the first
+token and word, when the request went out (``asked at``), when a draft read still under way
+at Enter ended (the turn's request waits for it on the server), and whether a summary was
+swapped in before the turn (during the pause) or after it (once its reply was out).
 """
 
 from __future__ import annotations
