@@ -48,6 +48,7 @@ from memory.embedder import OnnxSentenceEmbedder
 from tests.helpers.fake_openai import scripted_endpoint
 from tests.helpers.service import InProcess, action, until
 from tests.helpers.ui import wait_for
+from voice.loop import HeardSoFar
 
 
 def reply_end(update: Update) -> bool:
@@ -453,3 +454,24 @@ async def test_drafts_sent_during_a_read_leave_only_the_newest_to_read(
         await asyncio.sleep(0.3)
         assert read == ["Where", "Where does my sister"], "the drafts in between were skipped"
         await client.close()
+
+
+async def test_words_heard_so_far_are_read_ahead_like_a_typed_draft(
+    loaded_for: Callable[..., LoadedConfig], start_service: Callable[..., InProcess]
+) -> None:
+    with scripted_endpoint("stream", action("Noted.")) as (url, _):
+        loaded = loaded_for(**{"llm.base_url": url})
+        running = start_service(loaded)
+        read: list[str] = []
+
+        def prepare(text: str) -> bool:
+            read.append(text)
+            return True
+
+        running.service.host.prepare = prepare  # type: ignore[method-assign]
+        # As the voice loop reports a pause, from its own thread.
+        threading.Thread(
+            target=running.service._from_thread(running.service._voice_event),
+            args=(HeardSoFar("Where does my sister"),),
+        ).start()
+        await wait_for(lambda: read == ["Where does my sister"], 10)
