@@ -311,10 +311,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     print("end silence  false cuts  missed  latency p50   p95  VAD lag  false cuts by kind")
     for row in rows:
         print(
-            f"{row.end_silence_ms:>8} ms  {row.false_cut:>10.0%}  {row.missed:>6.0%}"
-            f"  {row.latency_p50_ms:>8.0f} ms  {row.latency_p95_ms:>4.0f}"
-            f"  {row.vad_lag_p50_ms:>4.0f} ms  "
-            + ", ".join(f"{kind} {share:.0%}" for kind, share in row.false_cut_by_kind.items())
+            f"{row.end_silence_ms:>8} ms  {_cuts_and_waits(row)}"
+            f"  {row.vad_lag_p50_ms:>4.0f} ms  {_by_kind(row)}"
         )
     print(
         f"recommended: {chosen} ms, the smallest with at most {MAX_FALSE_CUTS:.0%} false cuts"
@@ -324,10 +322,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     print("pause  end silence  false cuts  missed  latency p50   p95  mean  judge  by kind")
     for row in judged:
         print(
-            f"{row.pause_ms:>3} ms  {row.end_silence_ms:>8} ms  {row.false_cut:>10.0%}"
-            f"  {row.missed:>6.0%}  {row.latency_p50_ms:>8.0f} ms  {row.latency_p95_ms:>4.0f}"
-            f"  {row.latency_mean_ms:>4.0f}  {row.judge_p50_ms or 0:>3.0f} ms  "
-            + ", ".join(f"{kind} {share:.0%}" for kind, share in row.false_cut_by_kind.items())
+            f"{row.pause_ms:>3} ms  {row.end_silence_ms:>8} ms  {_cuts_and_waits(row)}"
+            f"  {row.latency_mean_ms:>4.0f}  {row.judge_p50_ms or 0:>3.0f} ms  {_by_kind(row)}"
         )
     if best is None:
         print("recommended: none cuts no more turns of each kind than the silence alone")
@@ -339,6 +335,17 @@ def main(argv: Sequence[str] | None = None) -> int:
             f"{baseline.end_silence_ms} ms of silence alone"
         )
     return 0
+
+
+def _cuts_and_waits(row: Row) -> str:
+    return (
+        f"{row.false_cut:>10.0%}  {row.missed:>6.0%}  {row.latency_p50_ms:>8.0f} ms"
+        f"  {row.latency_p95_ms:>4.0f}"
+    )
+
+
+def _by_kind(row: Row) -> str:
+    return ", ".join(f"{kind} {share:.0%}" for kind, share in row.false_cut_by_kind.items())
 
 
 def turn_judge(profile: str) -> TurnJudge:

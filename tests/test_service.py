@@ -431,20 +431,27 @@ def _alive(pid: int) -> bool:
     return True
 
 
+def drafts_read(running: InProcess, release: threading.Event | None = None) -> list[str]:
+    """The texts the service has the agent read ahead, in order, instead of reading them; each
+    read lasts until ``release`` is set, if one is given."""
+    read: list[str] = []
+
+    def prepare(text: str) -> bool:
+        read.append(text)
+        return release is None or release.wait(30)
+
+    running.service.host.prepare = prepare  # type: ignore[method-assign]
+    return read
+
+
 async def test_drafts_sent_during_a_read_leave_only_the_newest_to_read(
     loaded_for: Callable[..., LoadedConfig], start_service: Callable[..., InProcess]
 ) -> None:
     with scripted_endpoint("stream", action("Noted.")) as (url, _):
         loaded = loaded_for(**{"llm.base_url": url})
         running = start_service(loaded)
-        read: list[str] = []
         release = threading.Event()
-
-        def prepare(text: str) -> bool:
-            read.append(text)
-            return release.wait(30)
-
-        running.service.host.prepare = prepare  # type: ignore[method-assign]
+        read = drafts_read(running, release)
         client = await ServiceClient.connect(loaded, "tui", start=False)
         for draft in ("Where", "Where does", "Where does my", "Where does my sister"):
             await client.send(Draft(text=draft))
@@ -462,13 +469,7 @@ async def test_words_heard_so_far_are_read_ahead_like_a_typed_draft(
     with scripted_endpoint("stream", action("Noted.")) as (url, _):
         loaded = loaded_for(**{"llm.base_url": url})
         running = start_service(loaded)
-        read: list[str] = []
-
-        def prepare(text: str) -> bool:
-            read.append(text)
-            return True
-
-        running.service.host.prepare = prepare  # type: ignore[method-assign]
+        read = drafts_read(running)
         # As the voice loop reports a pause, from its own thread.
         threading.Thread(
             target=running.service._from_thread(running.service._voice_event),

@@ -154,8 +154,11 @@ class VoiceLoop:
         self._threads = [
             threading.Thread(target=self._listen, name="voice-frames", daemon=True),
             threading.Thread(target=self._transcribe, name="voice-stt", daemon=True),
-            threading.Thread(target=self._judge, name="voice-turn", daemon=True),
         ]
+        if judge is not None:
+            self._threads.append(
+                threading.Thread(target=self._judge, args=(judge,), name="voice-turn", daemon=True)
+            )
         self._closed = threading.Event()
 
     # Control (any thread)
@@ -328,12 +331,10 @@ class VoiceLoop:
     # The turn judge's thread: a pause is judged while frames go on (a speaker who starts
     # again voids the judgement: Endpointer.finish).
 
-    def _judge(self) -> None:
+    def _judge(self, judge: TurnJudge) -> None:
         while (pause := self._pauses.get()) is not None:
-            if self.judge is None:
-                continue
             try:
-                finished = self.judge.finished(pause.audio) >= COMPLETE_AT
+                finished = judge.finished(pause.audio) >= COMPLETE_AT
             except Exception:  # the long silence still ends the turn
                 log.exception("the turn judge failed")
                 continue
