@@ -108,6 +108,11 @@ class STTSettings(Section):
     language: str | None = Field("en", description="Spoken language code; empty: detect.")
     beam_size: int = Field(1, ge=1, le=10, description="Beam size (1 = greedy, fastest).")
     threads: int = Field(2, ge=1, le=256, description="CPU threads for speech recognition.")
+    window: Literal["fitted", "full"] = Field(
+        "fitted",
+        description="Whisper's encoder window: fitted to each utterance (3.5-5x faster, "
+        "guarded, greedy with a set language only) or the full 30 s.",
+    )
 
 
 class TTSSettings(Section):

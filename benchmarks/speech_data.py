@@ -1,13 +1,16 @@
-"""Real recorded speech for tests and benchmarks: the LibriVox clips of pocketsphinx 5.1.1.
+"""Real recorded speech for tests and benchmarks: the LibriVox clips and the playing-card
+commands of pocketsphinx 5.1.1.
 
-The pocketsphinx source distribution ships five short LibriVox recordings (16 kHz mono WAV)
-with their transcripts. It is fetched once with pip into ``<root>/pocketsphinx`` and extracted
-there; ``root`` defaults to the repository's git-ignored ``tests/.data``.
+The pocketsphinx source distribution ships five short LibriVox recordings and five spoken
+playing cards ("ten of clubs", 1-3.5 s), all 16 kHz mono WAV, with their transcripts. It is
+fetched once with pip into ``<root>/pocketsphinx`` and extracted there; ``root`` defaults to
+the repository's git-ignored ``tests/.data``.
 """
 
 from __future__ import annotations
 
 import contextlib
+import re
 import subprocess
 import sys
 import tarfile
@@ -18,6 +21,8 @@ DEFAULT_ROOT = Path(__file__).resolve().parent.parent / "tests" / ".data"
 SDIST_REQUIREMENT = "pocketsphinx==5.1.1"
 SDIST_NAME = "pocketsphinx-5.1.1"
 LIBRIVOX_FOLDER = Path("test") / "data" / "librivox"
+CARDS_FOLDER = Path("test") / "data" / "cards"
+CARD_LINE = re.compile(r"<s>\s*(?P<text>.*?)\s*</s>\s*\((?P<name>\w+)\)")
 
 
 class SpeechDataError(Exception):
@@ -34,14 +39,26 @@ def librivox_clips(root: Path = DEFAULT_ROOT) -> list[tuple[Path, str]]:
     ]
 
 
+def card_clips(root: Path = DEFAULT_ROOT) -> list[tuple[Path, str]]:
+    """Each playing-card recording as (WAV path, reference transcript), in numbered order."""
+    folder = _sdist_folder(root, CARDS_FOLDER)
+    lines = (folder / "cards.transcription").read_text(encoding="utf-8").splitlines()
+    found = [match for line in lines if (match := CARD_LINE.search(line))]
+    return [(folder / f"{match['name']}.wav", match["text"]) for match in found]
+
+
 def _librivox_folder(root: Path) -> Path:
+    return _sdist_folder(root, LIBRIVOX_FOLDER)
+
+
+def _sdist_folder(root: Path, inside: Path) -> Path:
     base = root / "pocketsphinx"
-    folder = base / SDIST_NAME / LIBRIVOX_FOLDER
+    folder = base / SDIST_NAME / inside
     if not folder.is_dir():
         archive = _download(base)
         _extract(archive, base)
         if not folder.is_dir():
-            raise SpeechDataError(f"{archive} holds no {LIBRIVOX_FOLDER}")
+            raise SpeechDataError(f"{archive} holds no {inside}")
     return folder
 
 

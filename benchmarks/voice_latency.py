@@ -8,7 +8,9 @@ a real person cutting in stops it.
 Latency, per profile: a fresh data folder, `brain serve` started the way the app starts it
 (``audio.input_device = none``: its microphone is silence at real-time pace, and ``Listen``
 plays a file into it). Each utterance is a WAV: the five LibriVox recordings from the
-pocketsphinx sdist and Piper-spoken questions, each followed by the silence of the simulated
+pocketsphinx sdist, 15 Piper-spoken questions, the sdist's five recorded playing cards and five
+more questions (30 at most; the first 20 are those of every earlier run), each followed by the
+silence of the simulated
 microphone (real trailing silence, paced in real time). The service reports the stage times of
 every spoken turn (``VoiceTimings``): ``turn_decided`` (the end-of-turn silence, or a pause
 judged final), ``stt_done`` (the transcript: made then, or at the pause it ended at),
@@ -30,8 +32,9 @@ this part runs once with the first profile's voice and recogniser.
 
 ``heard_wer`` is the word error rate of what the service heard against the text of every
 utterance played (all errors over all words); ``heard_wer_whole_utterance`` the same files
-transcribed whole by the profile's recogniser outside the service, in the same run (the path
-every utterance took before transcripts were made at pauses).
+transcribed whole by the profile's recogniser in Whisper's full 30 s window outside the
+service, in the same run (the path every utterance took before transcripts were made at pauses
+in a fitted window).
 
 ``--json`` prints ``{"<profile>": {"end_to_first_audio_ms": {"p50", "p95"}, "stages_ms":
 {stage: {"p50", "p95"}}, "barge_in_stop_ms": {"p50", "p95"}, "self_trigger_rate",
@@ -55,7 +58,7 @@ from typing import Any
 
 import numpy as np
 
-from benchmarks.speech_data import DEFAULT_ROOT, librivox_clips
+from benchmarks.speech_data import DEFAULT_ROOT, card_clips, librivox_clips
 from benchmarks.stats import percentiles
 from voice.device import load_wav
 from voice.timing import STAGES
@@ -78,6 +81,11 @@ QUESTIONS = (
     "Is it going to rain tomorrow?",
     "Set a timer for ten minutes.",
     "Thanks, that is all for now.",
+    "Move my call with Joana to Thursday morning.",
+    "How long does it take to boil an egg?",
+    "Remind me to buy a birthday present for Luis.",
+    "What was the last thing I asked you?",
+    "Turn the volume down a little, please.",
 )
 
 TURN_TIMEOUT_S = 300.0
@@ -98,19 +106,22 @@ class Turn:
 
 
 def utterance_files(folder: Path, count: int) -> list[tuple[Path, str]]:
-    """The LibriVox clips, then Piper-spoken questions, ``count`` in all, each with its text."""
+    """The LibriVox clips, Piper-spoken questions and the recorded playing cards, ``count`` in
+    all (at most 30), each with its text."""
     from assistant.config import load_config
     from assistant.model_paths import ProfileModels
     from assistant.parts import load_tts
 
-    files = librivox_clips(DEFAULT_ROOT)[:count]
     settings = load_config(flags={"profile": "fast"}, environ={}).settings
     tts = load_tts(settings, ProfileModels(settings).tts())
-    for index, question in enumerate(QUESTIONS[: max(0, count - len(files))]):
+    spoken = []
+    for index, question in enumerate(QUESTIONS):
         path = folder / f"question{index:02d}.wav"
         tts.speak(question).write_wav(path)
-        files.append((path, question))
-    return files
+        spoken.append((path, question))
+    # The first 20 as in every earlier run; then the recorded cards, then more questions.
+    files = librivox_clips(DEFAULT_ROOT) + spoken[:15] + card_clips(DEFAULT_ROOT) + spoken[15:]
+    return files[:count]
 
 
 def heard_wer(references: Sequence[str], heard: Sequence[str]) -> float:
@@ -124,13 +135,15 @@ def heard_wer(references: Sequence[str], heard: Sequence[str]) -> float:
 
 
 def direct_wer(profile: str, files: Sequence[tuple[Path, str]]) -> float:
-    """The same files transcribed whole by the profile's recogniser, outside the service: the
-    path every utterance took before transcripts were made at pauses."""
+    """The same files transcribed whole by the profile's recogniser in Whisper's full 30 s
+    window, outside the service: the path every utterance took before transcripts were made
+    at pauses in a fitted window."""
     from assistant.config import load_config
     from assistant.model_paths import ProfileModels
     from assistant.parts import load_stt
 
-    settings = load_config(flags={"profile": profile}, environ={}).settings
+    flags = {"profile": profile, "stt.window": "full"}
+    settings = load_config(flags=flags, environ={}).settings
     stt = load_stt(settings, ProfileModels(settings).stt())
     heard = [stt.transcribe(load_wav(path)).text for path, _ in files]
     return heard_wer([text for _, text in files], heard)

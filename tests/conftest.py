@@ -20,6 +20,7 @@ from assistant.config import LoadedConfig, load_config
 from assistant.llm.client import LLMClient
 from assistant.llm.runtime import LLMRuntime
 from assistant.model_paths import ProfileModels
+from assistant.parts import load_stt
 from assistant.service.server import AssistantService
 from assistant.settings import Settings
 from memory.database import open_database
@@ -102,7 +103,7 @@ def embedder(fast_settings: Settings) -> OnnxSentenceEmbedder:
 @pytest.fixture(scope="session")
 def fast_stt(fast_settings: Settings) -> WhisperSTT:
     """Whisper tiny.en (the fast profile's), loaded once."""
-    return WhisperSTT(ProfileModels(fast_settings).stt().directory)
+    return load_stt(fast_settings, ProfileModels(fast_settings).stt())
 
 
 @pytest.fixture(scope="session")

@@ -9,6 +9,7 @@ import pytest
 
 from assistant.doctor import spoken_clip
 from assistant.model_paths import ProfileModels
+from assistant.parts import load_stt
 from assistant.settings import Settings
 from benchmarks.speech_data import librivox_clips
 from voice.devices import list_audio_devices
@@ -25,7 +26,7 @@ SENTENCES = [
 
 @pytest.fixture(scope="module")
 def quality_stt(quality_settings: Settings) -> WhisperSTT:
-    return WhisperSTT(ProfileModels(quality_settings).stt().directory)
+    return load_stt(quality_settings, ProfileModels(quality_settings).stt())
 
 
 @pytest.fixture(scope="module")

@@ -6,12 +6,16 @@ import math
 import re
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Protocol
+from typing import Literal, Protocol
 
 import numpy as np
 from numpy.typing import NDArray
 
+from voice.fitted_window import CAUTIOUS, FittedWindow, Tuning
+
 SAMPLE_RATE = 16_000
+# "fitted": an encoder window sized to the utterance (voice/fitted_window.py), "full": 30 s.
+Window = Literal["fitted", "full"]
 
 
 @dataclass(frozen=True)
@@ -21,6 +25,7 @@ class Transcript:
     duration_s: float
     avg_logprob: float
     no_speech_prob: float
+    window_s: float = 30.0  # Whisper's encoder window: 30 s, or one fitted to the utterance
 
     @property
     def confidence(self) -> float:
@@ -69,6 +74,8 @@ class WhisperSTT:
         threads: int = 2,
         beam_size: int = 1,
         language: str | None = "en",
+        window: Window = "fitted",
+        tuning: Tuning = CAUTIOUS,
     ) -> None:
         from faster_whisper import WhisperModel
 
@@ -83,8 +90,14 @@ class WhisperSTT:
             local_files_only=True,
         )
         self.beam_size = beam_size
-        self.language = language
-        self._english_only = not self._model.model.is_multilingual
+        self.language = language if self._model.model.is_multilingual else "en"
+        # A fitted window decodes in a known language; detecting one takes the full window.
+        wider = Tuning(tuning.min_window_s, max(tuning.beam_size, beam_size))
+        self._fitted = (
+            FittedWindow(self._model, self.language, wider)
+            if window == "fitted" and self.language
+            else None
+        )
 
     def transcribe(self, audio: NDArray[np.float32], prompt: str | None = None) -> Transcript:
         return self._run(np.ascontiguousarray(audio, dtype=np.float32), prompt)
@@ -95,11 +108,24 @@ class WhisperSTT:
         return self._run(decode_audio(str(path), sampling_rate=SAMPLE_RATE), None)
 
     def _run(self, audio: NDArray[np.float32], prompt: str | None) -> Transcript:
-        language = "en" if self._english_only else self.language
+        if self._fitted is not None:
+            fitted = self._fitted.transcribe(audio, prompt)
+            if fitted is not None:
+                return Transcript(
+                    text=fitted.text,
+                    language=self._fitted.language,
+                    duration_s=len(audio) / SAMPLE_RATE,
+                    avg_logprob=fitted.avg_logprob,
+                    no_speech_prob=fitted.no_speech_prob,
+                    window_s=fitted.window_s,
+                )
+        return self._full_window(audio, prompt)
+
+    def _full_window(self, audio: NDArray[np.float32], prompt: str | None) -> Transcript:
         segments, info = self._model.transcribe(
             audio,
             beam_size=self.beam_size,
-            language=language,
+            language=self.language,
             condition_on_previous_text=False,
             initial_prompt=prompt or None,
             vad_filter=False,
