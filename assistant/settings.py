@@ -110,8 +110,8 @@ class STTSettings(Section):
     threads: int = Field(2, ge=1, le=256, description="CPU threads for speech recognition.")
     window: Literal["fitted", "full"] = Field(
         "fitted",
-        description="Whisper's encoder window: fitted to each utterance (3.5-5x faster, "
-        "guarded, greedy with a set language only) or the full 30 s.",
+        description="Whisper's encoder window: fitted to each utterance (about 3x faster, "
+        "guarded; needs a set language) or the full 30 s.",
     )
 
 

@@ -463,16 +463,24 @@ async def test_drafts_sent_during_a_read_leave_only_the_newest_to_read(
         await client.close()
 
 
-async def test_words_heard_so_far_are_read_ahead_like_a_typed_draft(
+async def test_words_heard_so_far_have_their_reply_asked_for(
     loaded_for: Callable[..., LoadedConfig], start_service: Callable[..., InProcess]
 ) -> None:
     with scripted_endpoint("stream", action("Noted.")) as (url, _):
         loaded = loaded_for(**{"llm.base_url": url})
         running = start_service(loaded)
         read = drafts_read(running)
+        speculated: list[str] = []
+
+        def speculate(text: str) -> bool:
+            speculated.append(text)
+            return True
+
+        running.service.host.speculate = speculate  # type: ignore[method-assign]
         # As the voice loop reports a pause, from its own thread.
         threading.Thread(
             target=running.service._from_thread(running.service._voice_event),
             args=(HeardSoFar("Where does my sister"),),
         ).start()
-        await wait_for(lambda: read == ["Where does my sister"], 10)
+        await wait_for(lambda: speculated == ["Where does my sister"], 10)
+        assert read == [], "speculated, not only read"

@@ -26,6 +26,7 @@ from assistant.agent.context_store import save_context
 from assistant.agent.deferred import Deferred
 from assistant.agent.draft_memories import DraftMemories
 from assistant.agent.events import Event, from_user
+from assistant.agent.speculation import Request, Speculation, Tally
 from assistant.agent.streaming import ReplyStream
 from assistant.agent.tools import (
     TOOLS,
@@ -238,6 +239,9 @@ class Agent:
         self.compactions = 0
         # The memories read ahead with the drafts of the message being written (``prepare``).
         self._drafts = DraftMemories(config.retrieved_memories)
+        # The reply asked for at the user's last pause, until a turn takes it or drops it.
+        self._speculation: Speculation | None = None
+        self.speculated = Tally()
         # The message of the event being answered (what a flush adds goes before it).
         self._event_message: Message | None = None
         # The user's message of this turn and the memory-stream record being written for it.
@@ -259,6 +263,7 @@ class Agent:
                 return self._respond(event, on_text, cancel or threading.Event())
             finally:
                 self._on_stage = _no_stage
+                self.drop_speculation()  # one the turn did not take (it asked otherwise)
                 self._observed()
                 self._drafting = False
                 # A summary that finished during the turn, or while the user wrote its message,
@@ -391,25 +396,45 @@ class Agent:
         self, native: ToolCallingLLM | None, answer_now: bool = False
     ) -> Iterator[StreamDelta]:
         """The step's reply as it streams: with the tools offered natively, or (no ``native``)
-        held to the action schema, its text as content; ``answer_now``: send_message only."""
-        messages = self.context.messages()
-        max_tokens = self.context.config.reply_tokens
+        held to the action schema, its text as content; ``answer_now``: send_message only.
+        The reply speculated at the user's pause is taken over if it was this very request."""
+        request, ask = self._request(self.context.messages(), native, answer_now)
         self._on_stage("prompt_sent")
+        speculation, self._speculation = self._speculation, None
+        if speculation is not None:
+            if speculation.request == request:
+                log.info("the turn takes over the reply speculated at the pause")
+                self.speculated.taken += 1
+                yield from speculation.take()
+                return
+            self.speculated.dropped += 1
+            speculation.cancel()
+        yield from ask()
+
+    def _request(
+        self, messages: list[Message], native: ToolCallingLLM | None, answer_now: bool
+    ) -> tuple[Request, Callable[[], Iterator[StreamDelta]]]:
+        """A step's request, comparable, and how to send it."""
+        max_tokens = self.context.config.reply_tokens
+        temperature = self.config.temperature
         if native is not None:
-            yield from native.stream_tools(
-                messages,
-                self.reply_tools if answer_now else self.native_tools,
-                max_tokens=max_tokens,
-                temperature=self.config.temperature,
+            tools = self.reply_tools if answer_now else self.native_tools
+            request = Request.of(
+                messages, tools=tools, max_tokens=max_tokens, temperature=temperature
             )
-            return
-        for chunk in self.llm.stream(
-            messages,
-            max_tokens=max_tokens,
-            temperature=self.config.temperature,
-            schema=self.reply_schema if answer_now else self.schema,
-        ):
-            yield TextDelta(chunk)
+            return request, lambda: native.stream_tools(
+                messages, tools, max_tokens=max_tokens, temperature=temperature
+            )
+        schema = self.reply_schema if answer_now else self.schema
+
+        def text() -> Iterator[StreamDelta]:
+            for chunk in self.llm.stream(
+                messages, max_tokens=max_tokens, temperature=temperature, schema=schema
+            ):
+                yield TextDelta(chunk)
+
+        options = {"schema": schema, "max_tokens": max_tokens, "temperature": temperature}
+        return Request.of(messages, **options), text
 
     @staticmethod
     def _repeated(action: Action, turn: Turn) -> bool:
@@ -588,13 +613,45 @@ class Agent:
         the turn would send, so if that is what comes, the turn reads almost nothing new. The
         window is not changed and nothing is recorded; a different message later only wastes
         the read. False if a turn is under way (it is not disturbed)."""
-        if not text.strip() or not self._window.acquire(blocking=False):
+        ahead = self._draft_prompt(text)
+        if ahead is None:
             return False
+        try:
+            self.llm.complete(ahead, max_tokens=1, temperature=0.0)
+        except LLMError as error:
+            log.info("could not read the draft ahead: %s", error)
+        return True
+
+    def speculate(self, text: str) -> bool:
+        """The user paused after saying ``text``, which is likely the whole turn: send the
+        turn's first request now, as :meth:`prepare` would read it, and let the model write
+        its reply while the end-of-turn silence runs out (assistant/agent/speculation.py).
+        The turn takes the reply over if it sends the same request; any speculation before is
+        dropped. False if a turn is under way."""
+        ahead = self._draft_prompt(text)
+        if ahead is None:
+            return False
+        request, ask = self._request(ahead, self._native_llm(), answer_now=False)
+        self.drop_speculation()
+        self._speculation = Speculation(request, ask)
+        return True
+
+    def drop_speculation(self) -> None:
+        """Stop the reply speculated at the last pause, if a turn has not taken it."""
+        speculation, self._speculation = self._speculation, None
+        if speculation is not None:
+            self.speculated.dropped += 1
+            speculation.cancel()
+
+    def _draft_prompt(self, text: str) -> list[Message] | None:
+        """The prompt a turn saying ``text`` would send now, with the memories its drafts
+        carry; None while a turn holds the window (or for nothing)."""
+        if not text.strip() or not self._window.acquire(blocking=False):
+            return None
         try:
             self._drafting = True
             in_view = frozenset(self.context.in_view())
             shown = self._drafts.for_draft(text, in_view, self._rank)
-            ids = [record.id for record in shown]
             ahead = self.context.messages()
             block = memories_block(shown)
             if block:
@@ -602,12 +659,8 @@ class Agent:
             ahead.append({"role": "user", "content": text})
         finally:
             self._window.release()
-        try:
-            self.llm.complete(ahead, max_tokens=1, temperature=0.0)
-        except LLMError as error:
-            log.info("could not read the draft ahead: %s", error)
-        log.debug("prepared a draft of %d characters (%d memories)", len(text), len(ids))
-        return True
+        log.debug("a draft of %d characters (%d memories)", len(text), len(shown))
+        return ahead
 
     def _prepared_for(self, prompt: str) -> list[MemoryRecord] | None:
         """The memories to show with ``prompt`` carried from its drafts read ahead, if any

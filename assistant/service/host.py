@@ -288,6 +288,13 @@ class AgentHost:
             return False
         return self.agent.prepare(text)
 
+    def speculate(self, text: str) -> bool:
+        """Ask for the reply to words heard at a pause, on the local server only (another
+        endpoint would be billed for every pause in the user's speech)."""
+        if self.agent is None or self.runtime is None or self.runtime.server is None:
+            return False
+        return self.agent.speculate(text)
+
     def heard_only(self, heard: str) -> None:
         """The last reply was spoken and cut off: only ``heard`` was played."""
         self.open_memory().heard_only(heard)

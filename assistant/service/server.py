@@ -255,7 +255,7 @@ class AssistantService:
         self.running: RunningTurn | None = None
         # A draft being read ahead (``_read_draft``), and the newest one that came meanwhile.
         self._drafting: asyncio.Task[bool] | None = None
-        self._next_draft: str | None = None
+        self._next_draft: tuple[str, bool] | None = None
         # Turns accepted and not yet started, oldest first (what `brain tasks` shows).
         self.waiting: list[QueuedTurn] = []
         self.switching = False
@@ -621,18 +621,20 @@ class AssistantService:
         self.waiting.append(job)
         self.queue.put_nowait(job)
 
-    def _read_draft(self, text: str) -> None:
+    def _read_draft(self, text: str, speculate: bool = False) -> None:
         """Read a draft ahead while no turn runs or waits: one at a time, and of the drafts
         that come during a read only the newest is read next (a turn that starts meanwhile
-        waits at most for the read under way to end)."""
+        waits at most for the read under way to end). ``speculate``: words heard at a pause,
+        likely the whole turn, so its reply is asked for now (``Agent.speculate``)."""
         if self.running is not None or self.waiting:
             return
         if not text.strip() or len(text) > MAX_SAY_CHARS:
             return
         if self._drafting is not None:
-            self._next_draft = text
+            self._next_draft = (text, speculate)
             return
-        self._drafting = asyncio.create_task(asyncio.to_thread(self.host.prepare, text))
+        read = self.host.speculate if speculate else self.host.prepare
+        self._drafting = asyncio.create_task(asyncio.to_thread(read, text))
         self._drafting.add_done_callback(self._draft_done)
 
     def _draft_done(self, task: asyncio.Task[bool]) -> None:
@@ -641,7 +643,7 @@ class AssistantService:
             log.warning("reading a draft ahead failed: %s", task.exception())
         newer, self._next_draft = self._next_draft, None
         if newer is not None:
-            self._read_draft(newer)
+            self._read_draft(*newer)
 
     def _broadcast(self, message: Wire) -> None:
         for client in self.clients:
@@ -1059,8 +1061,9 @@ class AssistantService:
                 said = Say(text=event.transcript.text, confidence=event.transcript.confidence)
                 self._accept("voice", said, self._broadcast, event.timings)
             case HeardSoFar():
-                # The user paused: their words so far are read ahead like a typed draft.
-                self._read_draft(event.text)
+                # The user paused: what they said so far is likely the turn; its reply is
+                # asked for while the end-of-turn silence runs out.
+                self._read_draft(event.text, speculate=True)
             case NotHeard():
                 log.info("not heard: %s", event.reason)
                 self._broadcast(Unheard(reason=event.reason))

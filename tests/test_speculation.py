@@ -1,0 +1,150 @@
+"""A reply asked for at the user's pause (``Agent.speculate``): taken over by the turn that
+sends the same request, dropped for any other. Real stores; a scripted model for the control
+flow, then the real local server."""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from assistant.agent.agent import Agent, AgentConfig, instructions
+from assistant.agent.context import ContextConfig, ContextWindow
+from assistant.agent.events import UserUtterance
+from assistant.agent.session import open_stores
+from assistant.agent.speculation import Request, Speculation
+from assistant.agent.tools import Stores
+from assistant.llm.client import LLMClient, LLMUnavailable, StreamDelta, TextDelta
+from memory.embedder import OnnxSentenceEmbedder
+from tests.agent_helpers import ScriptedStream, say
+
+QUESTION = "Where does my sister Beatrix live?"
+
+
+@pytest.fixture
+def stores(tmp_path: Path, embedder: OnnxSentenceEmbedder) -> Iterator[Stores]:
+    opened = open_stores(tmp_path / "data", embedder, None, core_memory_chars=400)
+    for text in ["User: My sister Beatrix lives in Porto.", "User: I drive a blue Fiat."]:
+        opened.stream.add(text, importance=6)
+    yield opened
+    opened.stream.close()
+
+
+def agent_on(llm: object, stores: Stores) -> Agent:
+    context = ContextWindow(instructions(), stores.core, ContextConfig(window_tokens=8192))
+    return Agent(llm, stores, context, AgentConfig(retrieved_memories=2))  # type: ignore[arg-type]
+
+
+def heard(text: str) -> UserUtterance:
+    return UserUtterance(text, confidence=0.9)
+
+
+def test_the_turn_takes_over_the_reply_asked_for_at_the_pause(stores: Stores) -> None:
+    model = ScriptedStream(say("In Porto."), say("Something else."))
+    agent = agent_on(model, stores)
+    assert agent.speculate(QUESTION)
+    before = list(agent.context.fifo)
+    pieces: list[str] = []
+    turn = agent.respond(heard(QUESTION), on_text=pieces.append)
+    assert turn.reply == "In Porto." and "".join(pieces) == "In Porto."
+    assert len(model.calls) == 1, "the turn sent nothing of its own"
+    assert model.calls[0][-1] == {"role": "user", "content": QUESTION}
+    assert agent.speculated.taken == 1 and agent.speculated.dropped == 0
+    assert before == [], "speculating wrote nothing into the window"
+    assert {"role": "user", "content": QUESTION} in agent.context.fifo, "the turn recorded it"
+
+
+def test_a_speculation_on_words_the_user_then_went_on_from_is_dropped(stores: Stores) -> None:
+    model = ScriptedStream(say("Where does who live?"), say("In Porto."))
+    agent = agent_on(model, stores)
+    assert agent.speculate("Where does my")
+    turn = agent.respond(heard(QUESTION))
+    assert turn.reply == "In Porto.", "the answer to what was said, not to the pause"
+    assert [call[-1]["content"] for call in model.calls] == ["Where does my", QUESTION]
+    assert agent.speculated.taken == 0 and agent.speculated.dropped == 1
+    memories = [m.record.text for m in stores.stream.retrieve("Where does my", k=10)]
+    assert "User: Where does my" not in memories, "nothing of the speculation was recorded"
+
+
+def test_a_newer_pause_replaces_the_speculation_and_a_busy_turn_refuses_one(
+    stores: Stores,
+) -> None:
+    model = ScriptedStream(say("One."), say("Two."))
+    agent = agent_on(model, stores)
+    assert agent.speculate("Where does")
+    assert agent.speculate(QUESTION)
+    assert agent.speculated.dropped == 1
+    assert agent.respond(heard(QUESTION)).reply == "Two."
+    held, release = threading.Event(), threading.Event()
+
+    def hold_the_window() -> None:
+        with agent._window:
+            held.set()
+            release.wait(10)
+
+    holder = threading.Thread(target=hold_the_window)
+    holder.start()
+    try:
+        assert held.wait(10)
+        assert not agent.speculate(QUESTION), "a turn under way is not disturbed"
+    finally:
+        release.set()
+        holder.join()
+
+
+def test_a_speculation_hands_over_what_was_written_and_then_the_rest() -> None:
+    go_on = threading.Event()
+
+    def slow() -> Iterator[StreamDelta]:
+        yield TextDelta("In ")
+        go_on.wait(10)
+        yield TextDelta("Porto.")
+
+    speculation = Speculation(Request.of([{"role": "user", "content": "x"}]), slow)
+    pieces = speculation.take()
+    assert next(pieces) == TextDelta("In ")
+    go_on.set()
+    assert list(pieces) == [TextDelta("Porto.")]
+
+
+def test_a_failed_speculation_fails_the_turn_that_takes_it_and_an_unread_one_stops() -> None:
+    def failing() -> Iterator[StreamDelta]:
+        yield TextDelta("In ")
+        raise LLMUnavailable("the server went away")
+
+    with pytest.raises(LLMUnavailable):
+        list(Speculation(Request.of([]), failing).take())
+
+    stopped = threading.Event()
+
+    def endless() -> Iterator[StreamDelta]:
+        try:
+            while True:
+                yield TextDelta("la ")
+                time.sleep(0.01)
+        finally:
+            stopped.set()
+
+    speculation = Speculation(Request.of([]), endless)
+    pieces = speculation.take()
+    next(pieces)
+    pieces.close()  # the turn was cut off
+    assert stopped.wait(5), "the stream was closed, so the server stops writing"
+
+
+@pytest.mark.slow
+def test_the_real_server_speculates_and_drops_cleanly(fast_llm: LLMClient, stores: Stores) -> None:
+    agent = agent_on(fast_llm, stores)
+    agent.respond(heard("Hello, I'm Sam."))
+    assert agent.speculate("Where does my")
+    time.sleep(0.5)  # the server is writing the reply to the pause when the turn comes
+    dropped = agent.respond(heard(QUESTION))
+    assert dropped.error is None and dropped.reply, dropped
+    assert agent.speculated.dropped == 1
+    assert agent.speculate("Thanks. What car do I drive?")
+    taken = agent.respond(heard("Thanks. What car do I drive?"))
+    assert taken.error is None and taken.reply, taken
+    assert agent.speculated.taken == 1
