@@ -95,6 +95,19 @@ def test_a_newer_pause_replaces_the_speculation_and_a_busy_turn_refuses_one(
         holder.join()
 
 
+def test_a_typed_draft_that_ends_a_sentence_has_its_reply_asked_for(stores: Stores) -> None:
+    model = ScriptedStream(say("In Porto."))
+    agent = agent_on(model, stores)
+    assert agent.read_draft("Where does my sister")
+    assert model.summaries and not model.calls, "mid-sentence: only read ahead"
+    assert agent.read_draft(QUESTION + " ")
+    assert agent.read_draft("Where does my", heard=True)
+    assert agent.speculated.dropped == 1, "speech is speculated on at every pause"
+    assert agent.read_draft(QUESTION)
+    assert agent.read_draft("And one more thing")
+    assert agent.speculated.dropped == 3, "typing went on: the speculation is dropped"
+
+
 def test_a_speculation_hands_over_what_was_written_and_then_the_rest() -> None:
     go_on = threading.Event()
 

@@ -18,6 +18,7 @@ import json
 import logging
 import threading
 from collections.abc import Callable, Iterator, Sequence
+from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass
 from typing import Any
 
@@ -54,9 +55,17 @@ class Speculation:
     """One request's stream, read ahead on a thread; taken over by the turn that sends the
     same request, or cancelled."""
 
-    def __init__(self, request: Request, ask: Callable[[], Iterator[StreamDelta]]) -> None:
+    def __init__(
+        self,
+        request: Request,
+        ask: Callable[[], Iterator[StreamDelta]],
+        hold: Callable[[], AbstractContextManager[None]] = nullcontext,
+    ) -> None:
+        """``hold`` is entered on the stream's thread for as long as it runs (the foreground
+        gate: it is a reply, and background work waits for it)."""
         self.request = request
         self._ask = ask
+        self._hold = hold
         self._deltas: list[StreamDelta] = []
         self._error: BaseException | None = None
         self._done = False
@@ -93,10 +102,11 @@ class Speculation:
 
     def _read(self) -> None:
         try:
-            for delta in cancellable(self._ask(), self._cancel):
-                with self._changed:
-                    self._deltas.append(delta)
-                    self._changed.notify_all()
+            with self._hold():
+                for delta in cancellable(self._ask(), self._cancel):
+                    with self._changed:
+                        self._deltas.append(delta)
+                        self._changed.notify_all()
         except Exception as error:  # handed to the turn that takes it over
             self._error = error
         finally:

@@ -281,19 +281,12 @@ class AgentHost:
     def note(self, event: Event) -> None:
         self.open_memory().note(event)
 
-    def prepare(self, text: str) -> bool:
-        """Read a draft ahead, on the local server only (another endpoint would be billed
-        for every pause in the user's typing)."""
+    def read_draft(self, text: str, heard: bool = False) -> bool:
+        """Read a draft ahead, or ask for its reply (``Agent.read_draft``), on the local
+        server only (another endpoint would be billed for every pause in typing or speech)."""
         if self.agent is None or self.runtime is None or self.runtime.server is None:
             return False
-        return self.agent.prepare(text)
-
-    def speculate(self, text: str) -> bool:
-        """Ask for the reply to words heard at a pause, on the local server only (another
-        endpoint would be billed for every pause in the user's speech)."""
-        if self.agent is None or self.runtime is None or self.runtime.server is None:
-            return False
-        return self.agent.speculate(text)
+        return self.agent.read_draft(text, heard)
 
     def heard_only(self, heard: str) -> None:
         """The last reply was spoken and cut off: only ``heard`` was played."""

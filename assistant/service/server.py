@@ -621,20 +621,19 @@ class AssistantService:
         self.waiting.append(job)
         self.queue.put_nowait(job)
 
-    def _read_draft(self, text: str, speculate: bool = False) -> None:
+    def _read_draft(self, text: str, heard: bool = False) -> None:
         """Read a draft ahead while no turn runs or waits: one at a time, and of the drafts
         that come during a read only the newest is read next (a turn that starts meanwhile
-        waits at most for the read under way to end). ``speculate``: words heard at a pause,
-        likely the whole turn, so its reply is asked for now (``Agent.speculate``)."""
+        waits at most for the read under way to end). ``heard``: the words heard at a pause
+        in speech (``Agent.read_draft`` asks for their reply at once)."""
         if self.running is not None or self.waiting:
             return
         if not text.strip() or len(text) > MAX_SAY_CHARS:
             return
         if self._drafting is not None:
-            self._next_draft = (text, speculate)
+            self._next_draft = (text, heard)
             return
-        read = self.host.speculate if speculate else self.host.prepare
-        self._drafting = asyncio.create_task(asyncio.to_thread(read, text))
+        self._drafting = asyncio.create_task(asyncio.to_thread(self.host.read_draft, text, heard))
         self._drafting.add_done_callback(self._draft_done)
 
     def _draft_done(self, task: asyncio.Task[bool]) -> None:
@@ -1063,7 +1062,7 @@ class AssistantService:
             case HeardSoFar():
                 # The user paused: what they said so far is likely the turn; its reply is
                 # asked for while the end-of-turn silence runs out.
-                self._read_draft(event.text, speculate=True)
+                self._read_draft(event.text, heard=True)
             case NotHeard():
                 log.info("not heard: %s", event.reason)
                 self._broadcast(Unheard(reason=event.reason))
