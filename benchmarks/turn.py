@@ -19,8 +19,7 @@ app's by default), and compaction starts at the app's ``agent.compact_share`` of
 turns compact it several times. With ``--typing-cps``, each message is
 typed at that many characters a second after the pause, sent as drafts as the terminal app and
 the service send them (each finished word; one read at a time, the newest draft next;
-``Agent.read_draft``: read ahead, or its reply asked for when it ends a sentence), and sent for
-real (Enter) ``--enter-after-s`` after its last character;
+``Agent.prepare``), and sent for real (Enter) ``--enter-after-s`` after its last character;
 the timings run from Enter. Per turn:
 
 * ``first_token_ms``: from ``respond`` being called (retrieval, recording and prompt building
@@ -239,7 +238,7 @@ def converse(
     agent = open_agent(settings, clocked, stores, gate, background=summaries)
     agent.reads_ahead = True  # as the service sets it for a local server
     timing = Timing()
-    drafts = Drafts(agent.read_draft)
+    drafts = Drafts(agent.prepare)
     label = "defeated" if defeat else "reused"
     # One untimed turn first: the model's weights paged in, the cache holding the prefix.
     agent.respond(UserText("Hello."))

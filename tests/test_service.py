@@ -432,13 +432,13 @@ def _alive(pid: int) -> bool:
 
 
 def drafts_read(running: InProcess, release: threading.Event | None = None) -> list[str]:
-    """The texts the service has the agent read ahead, in order ("heard: ..." for words heard
+    """The texts the service has the agent read ahead, in order ("speculate: ..." for words heard
     at a pause), instead of reading them; each read lasts until ``release`` is set, if one is
     given."""
     read: list[str] = []
 
-    def read_draft(text: str, heard: bool = False) -> bool:
-        read.append(f"heard: {text}" if heard else text)
+    def read_draft(text: str, speculate: bool = False) -> bool:
+        read.append(f"speculate: {text}" if speculate else text)
         return release is None or release.wait(30)
 
     running.service.host.read_draft = read_draft  # type: ignore[method-assign]
@@ -464,7 +464,7 @@ async def test_drafts_sent_during_a_read_leave_only_the_newest_to_read(
         await client.close()
 
 
-async def test_words_heard_so_far_have_their_reply_asked_for(
+async def test_words_heard_at_a_pause_have_their_reply_asked_for_and_others_are_read(
     loaded_for: Callable[..., LoadedConfig], start_service: Callable[..., InProcess]
 ) -> None:
     with scripted_endpoint("stream", action("Noted.")) as (url, _):
@@ -476,4 +476,11 @@ async def test_words_heard_so_far_have_their_reply_asked_for(
             target=running.service._from_thread(running.service._voice_event),
             args=(HeardSoFar("Where does my sister"),),
         ).start()
-        await wait_for(lambda: read == ["heard: Where does my sister"], 10)
+        await wait_for(lambda: read == ["speculate: Where does my sister"], 10)
+        # Heard while the user goes on speaking: only read ahead, like a typed draft.
+        threading.Thread(
+            target=running.service._from_thread(running.service._voice_event),
+            args=(HeardSoFar("Where does my sister live", paused=False),),
+        ).start()
+        await wait_for(lambda: len(read) == 2, 10)
+        assert read[1] == "Where does my sister live"

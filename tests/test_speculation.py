@@ -95,17 +95,13 @@ def test_a_newer_pause_replaces_the_speculation_and_a_busy_turn_refuses_one(
         holder.join()
 
 
-def test_a_typed_draft_that_ends_a_sentence_has_its_reply_asked_for(stores: Stores) -> None:
-    model = ScriptedStream(say("In Porto."))
+def test_reading_a_draft_ahead_drops_the_speculation_before_it(stores: Stores) -> None:
+    model = ScriptedStream(say("Where does who live?"), say("In Porto."))
     agent = agent_on(model, stores)
-    assert agent.read_draft("Where does my sister")
-    assert model.summaries and not model.calls, "mid-sentence: only read ahead"
-    assert agent.read_draft(QUESTION + " ")
-    assert agent.read_draft("Where does my", heard=True)
-    assert agent.speculated.dropped == 1, "speech is speculated on at every pause"
-    assert agent.read_draft(QUESTION)
-    assert agent.read_draft("And one more thing")
-    assert agent.speculated.dropped == 3, "typing went on: the speculation is dropped"
+    assert agent.speculate("Where does my")
+    assert agent.prepare(QUESTION), "the user went on speaking"
+    assert agent.speculated.dropped == 1
+    assert agent.respond(heard(QUESTION)).reply == "In Porto."
 
 
 def test_a_speculation_hands_over_what_was_written_and_then_the_rest() -> None:

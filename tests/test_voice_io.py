@@ -31,6 +31,7 @@ from voice.endpoint import (
     Endpointer,
     EndpointEvent,
     Paused,
+    Speaking,
     SpeechDropped,
     SpeechStarted,
     Utterance,
@@ -87,7 +88,9 @@ def feed(endpointer: Endpointer, decisions: Sequence[bool]) -> list[EndpointEven
     """Decisions by hand, each on a frame of a quiet tone, 32 ms apart."""
     frame = tone(FRAME_S, amplitude=0.01)
     events = [endpointer.feed(frame, d, (i + 1) * FRAME_S) for i, d in enumerate(decisions)]
-    return [event for event in events if event is not None and not isinstance(event, Paused)]
+    return [
+        event for event in events if event is not None and not isinstance(event, Paused | Speaking)
+    ]
 
 
 # --- the endpointer on decisions by hand ---------------------------------------------------
@@ -126,6 +129,30 @@ def test_speech_confirmed_elsewhere_starts_an_utterance_with_its_pre_roll() -> N
     assert isinstance(event, Utterance) and event.started_at == pytest.approx(25 * FRAME_S)
     # The whole idle buffer (pre-roll and onset) and the speech that followed, no post-roll.
     assert len(event.audio) == (10 + 3 + 10) * FRAME_SAMPLES
+
+
+def test_speech_that_goes_on_is_reported_every_partial_and_after_each_pause() -> None:
+    config = EndpointConfig(partial_ms=320, pause_ms=160, end_silence_ms=640, post_roll_ms=0)
+    endpointer = Endpointer(config)
+    frame = tone(FRAME_S, amplitude=0.01)
+    decisions = [False] * 5 + [True] * 25 + [False] * 6 + [True] * 12 + [False] * 25
+    events = [endpointer.feed(frame, d, (i + 1) * FRAME_S) for i, d in enumerate(decisions)]
+    kinds = [type(e).__name__ for e in events if e is not None]
+    # Speech starts after the 3-frame onset; every 10 frames of it the utterance so far; the
+    # pause resets the count; the silence after the last words ends the utterance.
+    assert kinds == [
+        "SpeechStarted",
+        "Speaking",
+        "Speaking",
+        "Paused",
+        "Speaking",
+        "Paused",
+        "Utterance",
+    ], kinds
+    reported = [e for e in events if isinstance(e, Speaking)]
+    assert len(reported[1].audio) > len(reported[0].audio), "each holds the utterance so far"
+    never = Endpointer(EndpointConfig(partial_ms=0))
+    assert not any(isinstance(never.feed(frame, True, i * FRAME_S), Speaking) for i in range(99))
 
 
 # --- the simulated device -------------------------------------------------------------------

@@ -38,6 +38,9 @@ class EndpointConfig:
     """A pause this long is reported (``Paused``): what was said so far can be transcribed
     and read ahead, and a turn judge, where there is one (turn_end.py), asked whether the user
     has finished (then the turn ends there instead of at ``end_silence_ms``)."""
+    partial_ms: int = 1000
+    """While the speaker goes on without a pause, the utterance so far is reported this often
+    (``Speaking``), so what was said can be read ahead before the pause comes; 0: never."""
     min_utterance_ms: int = 250
     """From first to last speech frame; shorter ones (a cough, a knock) are dropped."""
     max_utterance_s: float = 30.0
@@ -87,6 +90,15 @@ class Paused:
 
 
 @dataclass(frozen=True)
+class Speaking:
+    """The speaker goes on: the utterance so far, ``partial_ms`` more of it since the last
+    report (or pause)."""
+
+    audio: Frame
+    at: float
+
+
+@dataclass(frozen=True)
 class SpeechDropped:
     """Speech started but ended too short to be an utterance; listening state is over."""
 
@@ -94,7 +106,7 @@ class SpeechDropped:
     ended_at: float
 
 
-EndpointEvent = SpeechStarted | Utterance | SpeechDropped | Paused
+EndpointEvent = SpeechStarted | Utterance | SpeechDropped | Paused | Speaking
 
 
 class Endpointer:
@@ -105,6 +117,7 @@ class Endpointer:
         self._pre_roll_frames = _frames(config.pre_roll_ms / 1000)
         self._end_frames = max(1, _frames(config.end_silence_ms / 1000))
         self._pause_frames = max(1, _frames(config.pause_ms / 1000))
+        self._partial_frames = _frames(config.partial_ms / 1000)
         self._pauses = 0
         self._min_frames = _frames(config.min_utterance_ms / 1000)
         self._max_frames = max(config.onset_frames + 1, _frames(config.max_utterance_s))
@@ -125,6 +138,7 @@ class Endpointer:
         self._ended_at = 0.0
         self._continued = False
         self._open_pause: int | None = None  # the pause under way, if one was reported
+        self._reported = 0  # frames of the utterance when it was last reported (or paused)
 
     @property
     def speaking(self) -> bool:
@@ -157,12 +171,22 @@ class Endpointer:
             # The speaker is mid-sentence: the next piece starts now, with no onset and no
             # minimum, since it is part of speech already confirmed.
             self._speech, self._last_speech, self._continued = [], -1, True
+            self._reported = 0
             self._started_at = at
             return event
         if self._silence == self._pause_frames and self._long_enough():
             self._pauses += 1
             self._open_pause = self._pauses
+            self._reported = len(self._speech)
             return Paused(self._audio(), self._pauses, at, self._ended_at)
+        if (
+            is_speech
+            and self._partial_frames
+            and len(self._speech) - self._reported >= self._partial_frames
+            and self._long_enough()
+        ):
+            self._reported = len(self._speech)
+            return Speaking(self._audio(), at)
         return None
 
     def finish(self, number: int, at: float) -> Utterance | SpeechDropped | None:
@@ -198,6 +222,7 @@ class Endpointer:
         self._ended_at = at
         self._continued = False
         self._open_pause = None
+        self._reported = 0
         return SpeechStarted(self._started_at)
 
     def _emit(self, at: float, *, cut: bool) -> Utterance | SpeechDropped:

@@ -27,6 +27,7 @@ from voice.endpoint import (
     Endpointer,
     EndpointEvent,
     Paused,
+    Speaking,
     SpeechDropped,
     Utterance,
 )
@@ -77,10 +78,12 @@ class Heard:
 
 @dataclass(frozen=True)
 class HeardSoFar:
-    """What the user has said so far, transcribed at a pause: they may go on, or this may be
-    all (then the utterance's ``Heard`` follows with the same transcript, not made again)."""
+    """What the user has said so far, transcribed while they speak, or at a pause
+    (``paused``): they may go on, or what was said by a pause may be all (then the
+    utterance's ``Heard`` follows with the same transcript, not made again)."""
 
     text: str
+    paused: bool = True
 
 
 @dataclass(frozen=True)
@@ -142,7 +145,9 @@ class VoiceLoop:
         self._reply: ReplySpeech | None = None
         self._lock = threading.Lock()
         # Utterances to transcribe, and pauses to transcribe what was said so far at.
-        self._utterances: queue.SimpleQueue[Utterance | Paused | None] = queue.SimpleQueue()
+        self._utterances: queue.SimpleQueue[Utterance | Paused | Speaking | None] = (
+            queue.SimpleQueue()
+        )
         # The last pause's transcript, by the end of its last speech frame.
         self._so_far: tuple[float, Transcript] | None = None
         # Pauses for the judge's thread, and the numbers of those it judged finished.
@@ -297,6 +302,8 @@ class VoiceLoop:
             self._utterances.put(event)
             if self.judge is not None:
                 self._pauses.put(event)
+        elif isinstance(event, Speaking):
+            self._utterances.put(event)
 
     def _barge_in(self, at: float) -> None:
         started = time.monotonic()
@@ -341,24 +348,27 @@ class VoiceLoop:
             if finished:
                 self._finished.put(pause.number)
 
-    # The transcription thread: utterances, and at each pause what was said so far (so the
-    # owner can start on it, and an utterance that ends there is transcribed already)
+    # The transcription thread: utterances, and what was said so far, every second of speech
+    # and at each pause (so the owner can start on it, and an utterance that ends at a pause
+    # is transcribed already)
 
-    def _transcribe_so_far(self, pause: Paused) -> None:
-        if not self._utterances.empty():  # more to do, this pause is behind it
+    def _transcribe_so_far(self, so_far: Paused | Speaking) -> None:
+        if not self._utterances.empty():  # more to do, this one is behind it
             return
         try:
-            transcript = self.stt.transcribe(pause.audio, self.prompt())
+            transcript = self.stt.transcribe(so_far.audio, self.prompt())
         except Exception:  # the utterance is transcribed when it ends anyway
-            log.exception("transcribing at a pause failed")
+            log.exception("transcribing what was said so far failed")
             return
-        self._so_far = (pause.ended_at, transcript)
+        paused = isinstance(so_far, Paused)
+        if isinstance(so_far, Paused):
+            self._so_far = (so_far.ended_at, transcript)
         if not_heard(transcript) is None:
-            self.on_event(HeardSoFar(transcript.text))
+            self.on_event(HeardSoFar(transcript.text, paused=paused))
 
     def _transcribe(self) -> None:
         while (utterance := self._utterances.get()) is not None:
-            if isinstance(utterance, Paused):
+            if isinstance(utterance, Paused | Speaking):
                 self._transcribe_so_far(utterance)
                 continue
             timings = Timings(end_of_speech=utterance.ended_at, turn_decided=utterance.emitted_at)

@@ -67,8 +67,6 @@ def _no_stage(stage: str) -> None:
 
 FALLBACK_MESSAGE = "Sorry, I could not put a reply together just now. Please try again."
 INTERRUPTED = " [interrupted]"
-# A typed draft ending so is likely the message: its reply is asked for, not only read ahead.
-SENTENCE_ENDS = (".", "?", "!")
 
 
 class AgentLLM(Protocol):
@@ -609,14 +607,6 @@ class Agent:
 
     # Reading a message before it is sent
 
-    def read_draft(self, text: str, heard: bool = False) -> bool:
-        """A draft of the next message (``heard``: the words heard at a pause in speech):
-        its reply is asked for at once when it is likely the whole message (speech, or
-        typing that ended a sentence), else it is only read. False if a turn is under way."""
-        if heard or text.rstrip().endswith(SENTENCE_ENDS):
-            return self.speculate(text.strip())
-        return self.prepare(text)
-
     def prepare(self, text: str) -> bool:
         """The user has paused while writing ``text`` (a draft, or speech still being
         recognised): retrieve its memories and have the conversation's server read the prompt
@@ -626,7 +616,7 @@ class Agent:
         ahead = self._draft_prompt(text)
         if ahead is None:
             return False
-        self.drop_speculation()  # the user went on after a full stop: it was not the message
+        self.drop_speculation()  # the user went on speaking: it was not the turn
         try:
             self.llm.complete(ahead, max_tokens=1, temperature=0.0)
         except LLMError as error:

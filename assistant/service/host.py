@@ -281,12 +281,12 @@ class AgentHost:
     def note(self, event: Event) -> None:
         self.open_memory().note(event)
 
-    def read_draft(self, text: str, heard: bool = False) -> bool:
-        """Read a draft ahead, or ask for its reply (``Agent.read_draft``), on the local
-        server only (another endpoint would be billed for every pause in typing or speech)."""
+    def read_draft(self, text: str, speculate: bool = False) -> bool:
+        """Read a draft ahead, or (``speculate``) ask for its reply now, on the local server
+        only (another endpoint would be billed for every pause in typing or speech)."""
         if self.agent is None or self.runtime is None or self.runtime.server is None:
             return False
-        return self.agent.read_draft(text, heard)
+        return self.agent.speculate(text) if speculate else self.agent.prepare(text)
 
     def heard_only(self, heard: str) -> None:
         """The last reply was spoken and cut off: only ``heard`` was played."""

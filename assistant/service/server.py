@@ -621,19 +621,20 @@ class AssistantService:
         self.waiting.append(job)
         self.queue.put_nowait(job)
 
-    def _read_draft(self, text: str, heard: bool = False) -> None:
+    def _read_draft(self, text: str, speculate: bool = False) -> None:
         """Read a draft ahead while no turn runs or waits: one at a time, and of the drafts
         that come during a read only the newest is read next (a turn that starts meanwhile
-        waits at most for the read under way to end). ``heard``: the words heard at a pause
-        in speech (``Agent.read_draft`` asks for their reply at once)."""
+        waits at most for the read under way to end). ``speculate``: the words heard at a
+        pause in speech, likely the turn, whose reply is asked for at once."""
         if self.running is not None or self.waiting:
             return
         if not text.strip() or len(text) > MAX_SAY_CHARS:
             return
         if self._drafting is not None:
-            self._next_draft = (text, heard)
+            self._next_draft = (text, speculate)
             return
-        self._drafting = asyncio.create_task(asyncio.to_thread(self.host.read_draft, text, heard))
+        reading = asyncio.to_thread(self.host.read_draft, text, speculate)
+        self._drafting = asyncio.create_task(reading)
         self._drafting.add_done_callback(self._draft_done)
 
     def _draft_done(self, task: asyncio.Task[bool]) -> None:
@@ -1060,9 +1061,10 @@ class AssistantService:
                 said = Say(text=event.transcript.text, confidence=event.transcript.confidence)
                 self._accept("voice", said, self._broadcast, event.timings)
             case HeardSoFar():
-                # The user paused: what they said so far is likely the turn; its reply is
-                # asked for while the end-of-turn silence runs out.
-                self._read_draft(event.text, heard=True)
+                # Words heard while the user speaks are read ahead like a typed draft; at a
+                # pause they are likely the turn, and its reply is asked for while the
+                # end-of-turn silence runs out.
+                self._read_draft(event.text, speculate=event.paused)
             case NotHeard():
                 log.info("not heard: %s", event.reason)
                 self._broadcast(Unheard(reason=event.reason))
