@@ -470,17 +470,20 @@ async def test_words_heard_at_a_pause_have_their_reply_asked_for_and_others_are_
     with scripted_endpoint("stream", action("Noted.")) as (url, _):
         loaded = loaded_for(**{"llm.base_url": url})
         running = start_service(loaded)
-        read = drafts_read(running)
-        # As the voice loop reports a pause, from its own thread.
-        threading.Thread(
-            target=running.service._from_thread(running.service._voice_event),
-            args=(HeardSoFar("Where does my sister"),),
-        ).start()
-        await wait_for(lambda: read == ["speculate: Where does my sister"], 10)
-        # Heard while the user goes on speaking: only read ahead, like a typed draft.
-        threading.Thread(
-            target=running.service._from_thread(running.service._voice_event),
-            args=(HeardSoFar("Where does my sister live", paused=False),),
-        ).start()
-        await wait_for(lambda: len(read) == 2, 10)
-        assert read[1] == "Where does my sister live"
+        release = threading.Event()
+        read = drafts_read(running, release)
+
+        def heard(so_far: HeardSoFar) -> None:
+            # As the voice loop reports it, from its own thread.
+            threading.Thread(
+                target=running.service._from_thread(running.service._voice_event),
+                args=(so_far,),
+            ).start()
+
+        heard(HeardSoFar("Where does my", paused=False))
+        await wait_for(lambda: read == ["Where does my"], 10)
+        heard(HeardSoFar("Where does my sister"))
+        await wait_for(lambda: read == ["Where does my", "speculate: Where does my sister"], 10)
+        release.set()
+        await asyncio.sleep(0.3)
+        assert len(read) == 2, "asked for at once, beside the read under way, and only once"

@@ -407,6 +407,7 @@ class Agent:
                 self.speculated.taken += 1
                 yield from speculation.take()
                 return
+            log.info("the turn asks anew: its request is not the one speculated at the pause")
             self.speculated.dropped += 1
             speculation.cancel()
         yield from ask()

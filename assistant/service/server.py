@@ -255,7 +255,7 @@ class AssistantService:
         self.running: RunningTurn | None = None
         # A draft being read ahead (``_read_draft``), and the newest one that came meanwhile.
         self._drafting: asyncio.Task[bool] | None = None
-        self._next_draft: tuple[str, bool] | None = None
+        self._next_draft: str | None = None
         # Turns accepted and not yet started, oldest first (what `brain tasks` shows).
         self.waiting: list[QueuedTurn] = []
         self.switching = False
@@ -630,12 +630,27 @@ class AssistantService:
             return
         if not text.strip() or len(text) > MAX_SAY_CHARS:
             return
-        if self._drafting is not None:
-            self._next_draft = (text, speculate)
+        if speculate:
+            # Not queued behind a read under way: the speculation's request is sent now, and
+            # the server takes it as soon as that read ends (drafts queued before it are
+            # older words).
+            self._next_draft = None
+            asking = asyncio.create_task(self._speculate(text))
+            self._requests.add(asking)
+            asking.add_done_callback(self._requests.discard)
             return
-        reading = asyncio.to_thread(self.host.read_draft, text, speculate)
+        if self._drafting is not None:
+            self._next_draft = text
+            return
+        reading = asyncio.to_thread(self.host.read_draft, text)
         self._drafting = asyncio.create_task(reading)
         self._drafting.add_done_callback(self._draft_done)
+
+    async def _speculate(self, text: str) -> None:
+        try:
+            await asyncio.to_thread(self.host.read_draft, text, True)
+        except Exception as error:  # the turn asks for its reply itself
+            log.warning("asking for the reply at a pause failed: %s", error)
 
     def _draft_done(self, task: asyncio.Task[bool]) -> None:
         self._drafting = None
@@ -643,7 +658,7 @@ class AssistantService:
             log.warning("reading a draft ahead failed: %s", task.exception())
         newer, self._next_draft = self._next_draft, None
         if newer is not None:
-            self._read_draft(*newer)
+            self._read_draft(newer)
 
     def _broadcast(self, message: Wire) -> None:
         for client in self.clients:
