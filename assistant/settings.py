@@ -179,7 +179,14 @@ class VoiceSettings(Section):
         ge=100,
         le=3000,
         description="A pause this long in your speech: what you said so far is transcribed "
-        "and read ahead, and the turn judge (if on) asked whether you have finished.",
+        "and its reply asked for, and the turn judge (if on) asked whether you have finished.",
+    )
+    partial_ms: int = Field(
+        1000,
+        ge=0,
+        le=10_000,
+        description="While you speak without a pause, what you said so far is transcribed and "
+        "read ahead this often (0: only at pauses).",
     )
 
 

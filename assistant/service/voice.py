@@ -65,6 +65,7 @@ class VoiceBridge:
                 EndpointConfig(),
                 end_silence_ms=options.end_silence_ms,
                 pause_ms=options.pause_ms,
+                partial_ms=options.partial_ms,
                 max_utterance_s=options.max_utterance_s,
             ),
             barge_in=options.barge_in,
