@@ -7,7 +7,9 @@ a real person cutting in stops it.
 
 Latency, per profile: a fresh data folder, `brain serve` started the way the app starts it
 (``audio.input_device = none``: its microphone is silence at real-time pace, and ``Listen``
-plays a file into it). Each utterance is a WAV: the five LibriVox recordings from the
+plays a file into it); the first utterance is played once the service says its model is ready
+and its microphone listening (before 2026-11-26, c5170e9, the first turn included the model's
+start). Each utterance is a WAV: the five LibriVox recordings from the
 pocketsphinx sdist, 15 Piper-spoken questions, the sdist's five recorded playing cards and five
 more questions (30 at most; the first 20 are those of every earlier run), each followed by the
 silence of the simulated
@@ -176,6 +178,7 @@ async def run_turns(profile: str, files: Sequence[Path], root: Path) -> list[Tur
     client = await ServiceClient.connect(loaded, "voice-benchmark")
     turns: list[Turn] = []
     try:
+        await until_ready(client)
         for index, path in enumerate(files, 1):
             await client.send(Listen(path=str(path)))
             turn, number, ended = Turn(), None, False
@@ -205,6 +208,24 @@ async def run_turns(profile: str, files: Sequence[Path], root: Path) -> list[Tur
     finally:
         await client.leave()
     return turns
+
+
+async def until_ready(client: Any) -> None:
+    """Until the model is loaded and the microphone listens, as a user waits for the app to
+    say so before speaking (else the first turn times the model's start)."""
+    from assistant.service.protocol import Status, Voice
+
+    model = client.welcome.state == "ready"
+    listening = client.welcome.voice.state == "listening"
+    if model and listening:
+        return
+    async for update in client.updates():
+        if isinstance(update, Status):
+            model = update.state == "ready"
+        elif isinstance(update, Voice):
+            listening = update.state == "listening"
+        if model and listening:
+            return
 
 
 def echo_and_barge_in(profile: str, replies: Sequence[str]) -> dict[str, Any]:
