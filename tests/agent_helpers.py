@@ -1,12 +1,17 @@
 """Collaborators for agent tests: scripted streaming LLMs (JSON action and native tool
-calling) and action builders."""
+calling), action builders, and an agent that reads drafts with a small retrieval."""
 
 from __future__ import annotations
 
 import json
+import threading
 from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from typing import Any
 
+from assistant.agent.agent import Agent, AgentConfig, instructions
+from assistant.agent.context import ContextConfig, ContextWindow
+from assistant.agent.tools import Stores
 from assistant.llm.client import StreamDelta, TextDelta, ToolCallDelta
 
 Messages = Sequence[dict[str, str]]
@@ -113,3 +118,29 @@ class ScriptedTools(ScriptedStream):
             yield ToolCallDelta(delta.index, delta.id, delta.name)
             for piece in self._pieces(delta.arguments):
                 yield ToolCallDelta(delta.index, arguments=piece)
+
+
+def agent_on(llm: object, stores: Stores) -> Agent:
+    """An agent on ``llm`` that shows two retrieved memories a turn (drafts and speculation)."""
+    context = ContextWindow(instructions(), stores.core, ContextConfig(window_tokens=8192))
+    return Agent(llm, stores, context, AgentConfig(retrieved_memories=2))  # type: ignore[arg-type]
+
+
+@contextmanager
+def turn_under_way(agent: Agent) -> Iterator[None]:
+    """The agent's window held by another thread, as a turn holds it, for the block."""
+    held, release = threading.Event(), threading.Event()
+
+    def hold_the_window() -> None:
+        with agent._window:
+            held.set()
+            release.wait(10)
+
+    holder = threading.Thread(target=hold_the_window)
+    holder.start()
+    try:
+        assert held.wait(10)
+        yield
+    finally:
+        release.set()
+        holder.join()

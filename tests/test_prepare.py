@@ -5,21 +5,18 @@ a scripted model for control flow, then the real local server."""
 
 from __future__ import annotations
 
-import threading
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
-from assistant.agent.agent import Agent, AgentConfig, instructions
-from assistant.agent.context import ContextConfig, ContextWindow
 from assistant.agent.events import UserText
 from assistant.agent.session import open_stores
 from assistant.agent.tools import Stores
 from assistant.llm.client import LLMClient
 from assistant.service.protocol import Draft, Request
 from memory.embedder import OnnxSentenceEmbedder
-from tests.agent_helpers import ScriptedStream, say
+from tests.agent_helpers import ScriptedStream, agent_on, say, turn_under_way
 
 QUESTION = "Where does my sister Beatrix live?"
 
@@ -35,11 +32,6 @@ def stores(tmp_path: Path, embedder: OnnxSentenceEmbedder) -> Iterator[Stores]:
         opened.stream.add(text, importance=6)
     yield opened
     opened.stream.close()
-
-
-def agent_on(llm: object, stores: Stores) -> Agent:
-    context = ContextWindow(instructions(), stores.core, ContextConfig(window_tokens=8192))
-    return Agent(llm, stores, context, AgentConfig(retrieved_memories=2))  # type: ignore[arg-type]
 
 
 def test_a_prepared_message_sent_unchanged_sends_the_prompt_read_ahead(stores: Stores) -> None:
@@ -89,21 +81,8 @@ def test_the_next_draft_keeps_the_memories_read_with_the_last_at_the_head(
 
 def test_preparing_waits_for_no_turn_and_disturbs_none(stores: Stores) -> None:
     agent = agent_on(ScriptedStream(say("Ok.")), stores)
-    held, release = threading.Event(), threading.Event()
-
-    def hold_the_window() -> None:
-        with agent._window:
-            held.set()
-            release.wait(10)
-
-    holder = threading.Thread(target=hold_the_window)
-    holder.start()
-    try:
-        assert held.wait(10)
+    with turn_under_way(agent):
         assert not agent.prepare(QUESTION), "a turn under way: nothing is read ahead"
-    finally:
-        release.set()
-        holder.join()
     assert not agent.prepare("   "), "nothing typed: nothing to read"
 
 

@@ -11,15 +11,13 @@ from pathlib import Path
 
 import pytest
 
-from assistant.agent.agent import Agent, AgentConfig, instructions
-from assistant.agent.context import ContextConfig, ContextWindow
 from assistant.agent.events import UserUtterance
 from assistant.agent.session import open_stores
 from assistant.agent.speculation import Request, Speculation
 from assistant.agent.tools import Stores
 from assistant.llm.client import LLMClient, LLMUnavailable, StreamDelta, TextDelta
 from memory.embedder import OnnxSentenceEmbedder
-from tests.agent_helpers import ScriptedStream, say
+from tests.agent_helpers import ScriptedStream, agent_on, say, turn_under_way
 
 QUESTION = "Where does my sister Beatrix live?"
 
@@ -31,11 +29,6 @@ def stores(tmp_path: Path, embedder: OnnxSentenceEmbedder) -> Iterator[Stores]:
         opened.stream.add(text, importance=6)
     yield opened
     opened.stream.close()
-
-
-def agent_on(llm: object, stores: Stores) -> Agent:
-    context = ContextWindow(instructions(), stores.core, ContextConfig(window_tokens=8192))
-    return Agent(llm, stores, context, AgentConfig(retrieved_memories=2))  # type: ignore[arg-type]
 
 
 def heard(text: str) -> UserUtterance:
@@ -78,21 +71,8 @@ def test_a_newer_pause_replaces_the_speculation_and_a_busy_turn_refuses_one(
     assert agent.speculate(QUESTION)
     assert agent.speculated.dropped == 1
     assert agent.respond(heard(QUESTION)).reply == "Two."
-    held, release = threading.Event(), threading.Event()
-
-    def hold_the_window() -> None:
-        with agent._window:
-            held.set()
-            release.wait(10)
-
-    holder = threading.Thread(target=hold_the_window)
-    holder.start()
-    try:
-        assert held.wait(10)
+    with turn_under_way(agent):
         assert not agent.speculate(QUESTION), "a turn under way is not disturbed"
-    finally:
-        release.set()
-        holder.join()
 
 
 def test_reading_a_draft_ahead_drops_the_speculation_before_it(stores: Stores) -> None:

@@ -360,11 +360,10 @@ class VoiceLoop:
         except Exception:  # the utterance is transcribed when it ends anyway
             log.exception("transcribing what was said so far failed")
             return
-        paused = isinstance(so_far, Paused)
         if isinstance(so_far, Paused):
             self._so_far = (so_far.ended_at, transcript)
         if not_heard(transcript) is None:
-            self.on_event(HeardSoFar(transcript.text, paused=paused))
+            self.on_event(HeardSoFar(transcript.text, paused=isinstance(so_far, Paused)))
 
     def _transcribe(self) -> None:
         while (utterance := self._utterances.get()) is not None:
