@@ -70,6 +70,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from benchmarks.replies import repeated_share
 from benchmarks.stats import percentiles
 
 CONVERSATION = (
@@ -108,6 +109,8 @@ class Timing:
     first_sentence: list[float] = field(default_factory=list)
     new_tokens: list[float] = field(default_factory=list)
     replied: int = 0
+    # (the user's message, the reply) of each turn that replied.
+    exchanges: list[tuple[str, str]] = field(default_factory=list)
     compactions: int = 0
     flushes: int = 0
 
@@ -282,6 +285,7 @@ def converse(
                 timing.new_tokens.append(float(sum(clocked.read)))
             if turn.reply:
                 timing.replied += 1
+                timing.exchanges.append((text, turn.reply))
                 timing.first_word.append((marks.get("word", ended) - started) * 1000)
                 timing.first_sentence.append((marks.get("sentence", ended) - started) * 1000)
             log(
@@ -387,6 +391,8 @@ def bench_profile(
         },
         "turns": turns,
         "replied": reused.replied,
+        # Replies that only repeat the user's message (benchmarks/replies.py).
+        "replies_repeating_the_user": repeated_share(reused.exchanges),
         "compactions": reused.compactions,
         "flushes": reused.flushes,
         "server": server,
@@ -407,8 +413,8 @@ def table(report: dict[str, dict[str, Any]]) -> str:
         "",
         "| profile | server | first token ms | first word ms | first sentence ms | "
         "new prompt tokens | least new prompt tokens | defeated: first sentence ms | "
-        "cache speedup | compactions (flushes) | replied |",
-        "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |",
+        "cache speedup | compactions (flushes) | replied | replies repeating the user |",
+        "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |",
     ]
     for profile, figures in report.items():
         lines.append(
@@ -418,7 +424,8 @@ def table(report: dict[str, dict[str, Any]]) -> str:
             f"{cell(figures['least_new_prompt_tokens'])} | "
             f"{cell(figures['defeated']['first_sentence_ms'])} | "
             f"{figures['cache_speedup']:.2f}x | {figures['compactions']} "
-            f"({figures['flushes']}) | {figures['replied']}/{figures['turns']} |"
+            f"({figures['flushes']}) | {figures['replied']}/{figures['turns']} | "
+            f"{figures['replies_repeating_the_user']} |"
         )
     return "\n".join(lines)
 

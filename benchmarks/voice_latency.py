@@ -60,6 +60,7 @@ from typing import Any
 
 import numpy as np
 
+from benchmarks.replies import repeated_share
 from benchmarks.speech_data import DEFAULT_ROOT, card_clips, librivox_clips
 from benchmarks.stats import percentiles
 from voice.device import load_wav
@@ -316,6 +317,8 @@ def summarise(profile: str, turns: Sequence[Turn], references: Sequence[str]) ->
         },
         "ratio_to_goal": round(end_to_audio["p50"] / GOALS_MS[profile], 2),
         "heard_wer": heard_wer(references, [turn.heard for turn in turns]),
+        # Replies that only repeat what was heard (benchmarks/replies.py): timed like answers.
+        "replies_repeating_the_user": repeated_share([(t.heard, t.reply) for t in answered]),
         "utterances": len(turns),
         "answered": len(answered),
     }
@@ -359,7 +362,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             print(f"  {stage}: p50 {shown['p50']:,.0f} ms, p95 {shown['p95']:,.0f} ms")
         print(
             f"  heard WER {figures['heard_wer']:.1%} (the same files transcribed whole: "
-            f"{figures['heard_wer_whole_utterance']:.1%})"
+            f"{figures['heard_wer_whole_utterance']:.1%}); replies repeating the user "
+            f"{figures['replies_repeating_the_user']}"
         )
         stop = figures["barge_in_stop_ms"]
         print(
