@@ -35,10 +35,12 @@ _CLAUSE_END = re.compile("[,;:\u2014\u2013]+(?=\\s)")  # also em and en dashes
 class ChunkConfig:
     # The first chunk may end at a clause (", ; : —") once it has this many words: shorter
     # pieces sound clipped, longer ones delay the first audio.
-    first_clause_words: int = 4
+    first_clause_words: int = 3
     # A first chunk with no punctuation at all is cut at a word boundary after this many words:
-    # the local model writes ~8 words a second and speech says ~2.5, so the rest keeps up.
-    first_max_words: int = 6
+    # each word more is ~1.3 tokens, ~55 ms of the fast model's writing on two cores before
+    # anything is heard (docs/BENCHMARKS.md); the model writes ~8 words a second and speech
+    # says ~2.5, so the next chunk is ready before this one has played.
+    first_max_words: int = 4
     # Later chunks are whole sentences; one longer than this is cut at a clause.
     max_chars: int = 240
 
