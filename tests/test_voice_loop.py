@@ -83,6 +83,14 @@ def test_a_first_chunk_without_punctuation_is_cut_after_enough_words() -> None:
     assert chunker.feed(" six ") == ["one two three four five six"]
 
 
+def test_a_first_chunk_is_cut_as_the_model_streams_its_tokens() -> None:
+    # The model's tokens carry the space before a word, never after it.
+    chunker = SentenceChunker(ChunkConfig(first_max_words=4))
+    pieces = ["Rem", "ind", " me", " to", " water", " the", " plants", " tonight", "."]
+    out = [chunk for piece in pieces for chunk in chunker.feed(piece)]
+    assert out == ["Remind me to water the", "plants tonight."]
+
+
 def test_an_overlong_sentence_is_cut_at_a_clause() -> None:
     text = "Fine. " + "word " * 30 + "and then, " + "more " * 40 + "end."
     chunks = chunks_of(text, 5, ChunkConfig(max_chars=120))

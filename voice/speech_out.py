@@ -85,10 +85,7 @@ class SentenceChunker:
             )
             if clause is not None or sentence is not None:
                 return clause or sentence
-            # The last word may still be growing, so cut only after a completed one.
-            if len(text.split()) > self.config.first_max_words and text[-1:].isspace():
-                return len(text)
-            return None
+            return self._after_enough_words(text)
         if sentence is not None or len(text) <= self.config.max_chars:
             return sentence
         clauses = [m.end() for m in _CLAUSE_END.finditer(text)]
@@ -96,6 +93,17 @@ class SentenceChunker:
             return clauses[-1]
         space = text.rfind(" ", 0, self.config.max_chars)
         return space if space > 0 else None
+
+    def _after_enough_words(self, text: str) -> int | None:
+        """Where to cut a first chunk that has no punctuation yet: after its first
+        ``first_max_words`` + 1 words once each is known complete (a word is complete when
+        white space follows it; the model's tokens bring that space at the start of the next
+        word, so the last word seen may still be growing)."""
+        enough = self.config.first_max_words + 1
+        words = list(re.finditer(r"\S+", text))
+        if len(words) > enough or (len(words) == enough and text[-1:].isspace()):
+            return words[enough - 1].end()
+        return None
 
 
 def _abbreviation_before(text: str, match: re.Match[str]) -> bool:
