@@ -78,14 +78,14 @@ def test_chunking_loses_and_repeats_nothing() -> None:
 
 
 def test_a_first_chunk_without_punctuation_is_cut_after_enough_words() -> None:
-    chunker = SentenceChunker(ChunkConfig(first_max_words=5))
+    chunker = SentenceChunker(ChunkConfig(first_max_words=6))
     assert chunker.feed("one two three four five") == []  # "five" may still be growing
     assert chunker.feed(" six ") == ["one two three four five six"]
 
 
 def test_a_first_chunk_is_cut_as_the_model_streams_its_tokens() -> None:
     # The model's tokens carry the space before a word, never after it.
-    chunker = SentenceChunker(ChunkConfig(first_max_words=4))
+    chunker = SentenceChunker(ChunkConfig(first_max_words=5))
     pieces = ["Rem", "ind", " me", " to", " water", " the", " plants", " tonight", "."]
     out = [chunk for piece in pieces for chunk in chunker.feed(piece)]
     assert out == ["Remind me to water the", "plants tonight."]

@@ -29,6 +29,7 @@ _ABBREVIATIONS = frozenset(
 # of a reply must not wait for the turn to end (a digit before a "." waits: "3.5").
 _SENTENCE_END = re.compile(r"[.!?…]+[\"')\]]*(?=\s)|(?<![0-9])[.!?…]+[\"')\]]*$|\n+")
 _CLAUSE_END = re.compile("[,;:\u2014\u2013]+(?=\\s)")  # also em and en dashes
+_WORD = re.compile(r"\S+")
 
 
 @dataclass(frozen=True)
@@ -40,7 +41,7 @@ class ChunkConfig:
     # each word more is ~1.3 tokens, ~55 ms of the fast model's writing on two cores before
     # anything is heard (docs/BENCHMARKS.md); the model writes ~8 words a second and speech
     # says ~2.5, so the next chunk is ready before this one has played.
-    first_max_words: int = 4
+    first_max_words: int = 5
     # Later chunks are whole sentences; one longer than this is cut at a clause.
     max_chars: int = 240
 
@@ -96,11 +97,11 @@ class SentenceChunker:
 
     def _after_enough_words(self, text: str) -> int | None:
         """Where to cut a first chunk that has no punctuation yet: after its first
-        ``first_max_words`` + 1 words once each is known complete (a word is complete when
-        white space follows it; the model's tokens bring that space at the start of the next
-        word, so the last word seen may still be growing)."""
-        enough = self.config.first_max_words + 1
-        words = list(re.finditer(r"\S+", text))
+        ``first_max_words`` words once each is known complete (a word is complete when white
+        space follows it; the model's tokens bring that space at the start of the next word,
+        so the last word seen may still be growing)."""
+        enough = self.config.first_max_words
+        words = list(_WORD.finditer(text))
         if len(words) > enough or (len(words) == enough and text[-1:].isspace()):
             return words[enough - 1].end()
         return None
