@@ -1,17 +1,19 @@
-"""What an importance rating between two turns costs the next turn: rated on the conversation's
-own local server, or on the background server the runtime starts for such work.
+"""What a background request between two turns costs the next turn: asked of the conversation's
+own local server, or of the background server the runtime starts for such work.
 
     python -m benchmarks.background_server [--profile fast] [--repeats 5] [--json]
 
 llama-cpp-python's server keeps the state of the last prompt it read, and the agent's next
-turn reuses it (only the new message is read). The importance rater asks about each new memory
-in between, with a different prompt. A local runtime (``LLMRuntime``) with its background
-server; a conversation prompt of about 1,000 tokens (the agent's real instructions and tools,
-core memory, a dialogue) read once, untimed; then ``--repeats`` times, for each place the
-rating can go (the same server, the background server): one real importance rating
-(memory/importance.py's prompt and schema), then the conversation with one more user message,
-timed from the request to its first streamed piece. ``no_rating_ms`` is the same request with
-no rating before it; ``speedup`` is the same-server p50 over the background-server p50.
+turn reuses it (only the new message is read). The knowledge graph's extractor asks about each
+new memory in between, with a different prompt (until 2026-11-26 the importance rater did too;
+it no longer asks a model). A local runtime (``LLMRuntime``) with its background server; a
+conversation prompt of about 1,000 tokens (the agent's real instructions and tools, core
+memory, a dialogue) read once, untimed; then ``--repeats`` times, for each place the request
+can go (the same server, the background server): one real extraction of a new memory's facts
+(memory/graph/extract.py's prompt and schema), then the conversation with one more user
+message, timed from the request to its first streamed piece. ``nothing_before_ms`` is the same
+request with nothing asked before it; ``speedup`` is the same-server p50 over the
+background-server p50.
 
 Then the guarantee that background work never slows a reply: a whole reply (``REPLY_TOKENS``
 tokens) on the conversation's server, timed from the request to its last piece, with the
@@ -111,19 +113,19 @@ def reply_under_load(client: Any, background: Any, repeats: int) -> dict[str, li
 
 def measure(settings: Any, repeats: int) -> dict[str, Any]:
     from assistant.llm.runtime import LLMRuntime
-    from memory.importance import rate_text
+    from memory.graph.extract import extract
 
     runtime = LLMRuntime(settings)
     with runtime as client:
         background = runtime.start_background()
         prompt = conversation()
         first_piece_ms(client, prompt)  # read once, untimed
-        times: dict[str, list[float]] = {"no_rating": [], "same_server": [], "background": []}
-        raters = {"no_rating": None, "same_server": client, "background": background}
+        times: dict[str, list[float]] = {"nothing_before": [], "same_server": [], "background": []}
+        asked_of = {"nothing_before": None, "same_server": client, "background": background}
         for repeat in range(repeats):
-            for place, rater in raters.items():
-                if rater is not None:
-                    rate_text(rater, f"User: I bought a new blue bicycle today ({repeat}).")
+            for place, llm in asked_of.items():
+                if llm is not None:
+                    extract(llm, [f"User: My friend Rui bought a blue bicycle ({repeat})."])
                 # A question of its own each time: only it is new to the server.
                 question = f"What did I say about Porto? ({repeat}, {place})"
                 asked = [*prompt, {"role": "user", "content": question}]
@@ -162,9 +164,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     print("| measured | p50 ms | p95 ms | max ms |")
     print("| --- | --- | --- | --- |")
     for place, label in (
-        ("no_rating", "next turn's first piece, no rating before it"),
-        ("same_server", "next turn's first piece, after a rating on the same server"),
-        ("background", "next turn's first piece, after a rating on the background server"),
+        ("nothing_before", "next turn's first piece, nothing asked before it"),
+        ("same_server", "next turn's first piece, after an extraction on the same server"),
+        ("background", "next turn's first piece, after an extraction on the background server"),
         ("reply_idle", f"a whole {REPLY_TOKENS}-token reply, background server idle"),
         ("reply_busy", f"a whole {REPLY_TOKENS}-token reply, background server busy"),
     ):

@@ -232,10 +232,10 @@ def converse(
     from benchmarks.retrieval_scale import real_embedder
 
     gate = ForegroundGate()
-    background = BackgroundLLM(runtime.background_client, gate)
-    # As in the app: each new memory is rated by the same LLM in the background, and the
-    # window's summaries, on the idle-priority background server, do not give way to replies.
-    stores = open_stores(folder, real_embedder(), background, settings.agent.core_memory_chars)
+    # As in the app: each new memory is rated on the importance scale as it is stored, and
+    # the window's summaries, on the idle-priority background server, do not give way to
+    # replies.
+    stores = open_stores(folder, real_embedder(), settings.agent.core_memory_chars)
     clocked = Clocked(runtime.client, defeat)
     summaries = BackgroundLLM(runtime.background_client, gate, lambda: True)
     agent = open_agent(settings, clocked, stores, gate, background=summaries)

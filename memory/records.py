@@ -11,14 +11,15 @@ import pyarrow as pa
 from numpy.typing import NDArray
 
 Kind = Literal["observation", "reflection", "plan", "fact", "summary"]
-# pending: waiting for the LLM; rated: the LLM's rating; given: set by the caller or the user;
-# fallback: the LLM failed twice, DEFAULT_IMPORTANCE is stored and the record awaits re-rating.
+# pending: stored with nothing to rate it (DEFAULT_IMPORTANCE meanwhile); rated: rated on the
+# importance scale (memory/importance.py); given: set by the caller or the user; fallback: the
+# LLM rater of earlier versions failed, and the record awaits its rating like a pending one.
 ImportanceState = Literal["pending", "rated", "given", "fallback"]
 KINDS: tuple[Kind, ...] = get_args(Kind)
 # The columns a listing of records can be sorted by.
 SortKey = Literal["created_at", "last_accessed_at", "importance", "utility", "event_time"]
 EMBEDDING_DIMENSIONS = 384
-# Stored when the LLM cannot rate a record (twice); the record is marked for re-rating.
+# Stored until a record is rated.
 DEFAULT_IMPORTANCE = 3
 
 

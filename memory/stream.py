@@ -25,14 +25,14 @@ from numpy.typing import NDArray
 from memory.database import open_database
 from memory.embedder import Embedder
 from memory.history import HISTORY_SCHEMA, Change, History, new_change
-from memory.importance import ImportanceRater, Rating
-from memory.llm import StructuredLLM
+from memory.importance import ImportanceScale, Rating
 from memory.locking import WriteLock
 from memory.mirror import RecordMirror, openers, to_us
 from memory.paging import Page, page_bounds
 from memory.records import (
     DEFAULT_IMPORTANCE,
     KINDS,
+    ImportanceState,
     Kind,
     MemoryRecord,
     SortKey,
@@ -40,6 +40,7 @@ from memory.records import (
     records_schema,
     utc_now,
 )
+from memory.rerating import Rerating
 from memory.scoring import (
     FloatArray,
     RetrievalWeights,
@@ -59,6 +60,8 @@ RelevanceMode = Literal["cosine", "text", "hybrid", "rrf", "contextual"]
 EDITABLE = ("text", "importance", "pinned", "kind", "event_time")
 # A huge paste is kept whole; only this much of it is embedded and rated.
 MAX_EMBED_CHARS = 4_000
+# Which importance scale the stored ratings were made on (memory/rerating.py).
+RATING_FILE = "importance_scale.json"
 
 
 class MemoryRequestError(Exception):
@@ -200,7 +203,7 @@ class MemoryStream:
         self,
         data_dir: Path,
         embedder: Embedder,
-        llm: StructuredLLM | None = None,
+        scale: ImportanceScale | None = None,
         clock: Clock = utc_now,
         config: MemoryConfig | None = None,
         graph: GraphSource | None = None,
@@ -218,12 +221,18 @@ class MemoryStream:
         self._mirror = RecordMirror()
         self._load_mirror()
         self.records.ensure_indices()
-        self._rater = ImportanceRater(llm, self._apply_ratings) if llm is not None else None
+        # Rates each new record as it is stored (None: records wait, unrated, for a scale).
+        self._scale = scale
+        self._rerating = (
+            Rerating(self.records, scale, self._apply_ratings, data_dir / RATING_FILE)
+            if scale is not None
+            else None
+        )
         self._searches = ThreadPoolExecutor(1, thread_name_prefix="memory-search")
 
     def close(self) -> None:
-        if self._rater is not None:
-            self._rater.close()
+        if self._rerating is not None:
+            self._rerating.close()
         self._searches.shutdown(wait=True)
 
     def __len__(self) -> int:
@@ -281,28 +290,24 @@ class MemoryStream:
             self.history.record(
                 [new_change(r.id, "add", {}, {"text": r.text}, r.created_at) for r in fresh]
             )
-            if self._rater is not None:
-                for record in fresh:
-                    if record.importance_state == "pending":
-                        self._rater.submit(record.id, record.text[:MAX_EMBED_CHARS])
         return results
 
-    @staticmethod
     def _new_record(
-        item: NewMemory, text: str, vector: NDArray[np.float32], now: datetime
+        self, item: NewMemory, text: str, vector: NDArray[np.float32], now: datetime
     ) -> MemoryRecord:
         event_time = item.event_time
         if event_time is None:
             resolved = resolve_event_time(text, now)
             event_time = resolved.when if resolved else None
+        importance, state = self._importance(item.importance, text, vector)
         return MemoryRecord(
             id=uuid.uuid4().hex,
             text=text,
             kind=item.kind,
             created_at=now,
             last_accessed_at=now,
-            importance=item.importance if item.importance is not None else DEFAULT_IMPORTANCE,
-            importance_state="given" if item.importance is not None else "pending",
+            importance=importance,
+            importance_state=state,
             sources=(item.source,),
             event_time=event_time,
             evidence=item.evidence,
@@ -379,13 +384,27 @@ class MemoryStream:
 
     # Importance
 
+    def _importance(
+        self, given: int | None, text: str, vector: NDArray[np.float32]
+    ) -> tuple[int, ImportanceState]:
+        if given is not None:
+            return given, "given"
+        if self._scale is None:
+            return DEFAULT_IMPORTANCE, "pending"
+        return self._scale.rate(text, vector), "rated"
+
     def _apply_ratings(self, ratings: Sequence[Rating]) -> None:
+        """Ratings made again (memory/rerating.py), one write per importance value."""
+        if not ratings:
+            return
         now = self._clock()
+        by_value: dict[int, list[str]] = {}
         for rating in ratings:
-            state = "rated" if rating.rated else "fallback"
+            by_value.setdefault(rating.importance, []).append(rating.record_id)
+        for importance, ids in by_value.items():
             self.records.update(
-                f"id = {quote(rating.record_id)} AND importance_state != 'given'",
-                {"importance": rating.importance, "importance_state": state},
+                f"{in_list('id', ids)} AND importance_state != 'given'",
+                {"importance": importance, "importance_state": "rated"},
             )
         # A rating does not replace an importance the user gave meanwhile: mirror what the
         # table kept.
@@ -403,24 +422,12 @@ class MemoryStream:
         )
 
     def wait_for_ratings(self, timeout: float | None = None) -> bool:
-        return True if self._rater is None else self._rater.wait_idle(timeout)
+        """True once the stored records are rated on the current scale."""
+        return True if self._rerating is None else self._rerating.wait(timeout)
 
     def ratings_pending(self) -> int:
-        """New records still waiting for their importance rating."""
-        return self._rater.pending() if self._rater is not None else 0
-
-    def rate_pending(self) -> int:
-        """Queue every record still waiting for a rating (after a restart, or after the LLM
-        failed); returns how many."""
-        if self._rater is None:
-            return 0
-        rows = self.records.query(
-            where="importance_state IN ('pending', 'fallback') AND deleted = false",
-            columns=["id", "text"],
-        ).to_pylist()
-        for row in rows:
-            self._rater.submit(row["id"], row["text"][:MAX_EMBED_CHARS])
-        return len(rows)
+        """Stored records still to be rated again (after the scale changed)."""
+        return self._rerating.pending() if self._rerating is not None else 0
 
     # Retrieval
 

@@ -187,7 +187,7 @@ def test_the_parser_answers_every_malformed_output_with_an_error_or_an_action() 
 
 @pytest.fixture
 def stores(tmp_path: Path, embedder: OnnxSentenceEmbedder) -> Iterator[Stores]:
-    opened = open_stores(tmp_path / "data", embedder, None, core_memory_chars=400)
+    opened = open_stores(tmp_path / "data", embedder, rate=False, core_memory_chars=400)
     yield opened
     opened.stream.close()
 

@@ -48,7 +48,7 @@ class Recording:
 
 @pytest.fixture
 def stores(tmp_path: Path, embedder: OnnxSentenceEmbedder) -> Iterator[Stores]:
-    opened = open_stores(tmp_path / "data", embedder, None, core_memory_chars=600)
+    opened = open_stores(tmp_path / "data", embedder, rate=False, core_memory_chars=600)
     yield opened
     opened.stream.close()
 

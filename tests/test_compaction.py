@@ -40,7 +40,7 @@ LONG = "I spent the whole afternoon repotting the fern, the ivy and the two cact
 
 @pytest.fixture
 def stores(tmp_path: Path, embedder: OnnxSentenceEmbedder) -> Iterator[Stores]:
-    opened = open_stores(tmp_path / "data", embedder, None, core_memory_chars=400)
+    opened = open_stores(tmp_path / "data", embedder, rate=False, core_memory_chars=400)
     yield opened
     opened.stream.close()
 
@@ -272,7 +272,7 @@ def test_compaction_with_the_real_model_never_holds_up_a_turn(
     """The real local model writes the summary through the background gate, and replies go
     on meanwhile; the summary is swapped in and saved."""
     settings = make_settings("fast", tmp_path / "data", tmp_path / "cache")
-    stores = open_stores(settings.data_dir, embedder, None, core_memory_chars=400)
+    stores = open_stores(settings.data_dir, embedder, rate=False, core_memory_chars=400)
     gate = ForegroundGate()
     try:
         context = ContextWindow(

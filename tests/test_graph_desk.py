@@ -20,7 +20,7 @@ from tests.memory_helpers import store_fact
 
 @pytest.fixture
 def stores(tmp_path: Path, embedder: OnnxSentenceEmbedder) -> Iterator[Stores]:
-    opened = open_stores(tmp_path / "data", embedder, None, core_memory_chars=400)
+    opened = open_stores(tmp_path / "data", embedder, rate=False, core_memory_chars=400)
     yield opened
     opened.stream.close()
 

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import dataclasses
-import threading
 from collections.abc import Iterator
 from datetime import timedelta
 from pathlib import Path
@@ -12,10 +11,11 @@ import numpy as np
 import pytest
 
 from memory.embedder import OnnxSentenceEmbedder
+from memory.importance import ImportanceScale
 from memory.records import DEFAULT_IMPORTANCE
 from memory.scoring import RetrievalWeights, combined_score, cosine, min_max, recency
 from memory.stream import Filters, MemoryConfig, MemoryRequestError, MemoryStream, NewMemory
-from tests.memory_helpers import START, Clock, ScriptedLLM
+from tests.memory_helpers import START, Clock
 
 HOUR_US = 3_600_000_000
 
@@ -190,55 +190,59 @@ def test_bad_input_is_refused_or_cleaned(stream: MemoryStream) -> None:
     assert stream.get(kept.id).text == huge.strip()  # type: ignore[union-attr]
 
 
-# Importance in the background
+# Importance, rated as each record is stored
+
+SCALE = {1: ("Hi there!", "Thanks a lot."), 5: ("I like jazz.",), 9: ("I'm allergic to peanuts.",)}
+OTHER_SCALE = {2: ("Hi there!",), 6: ("I like jazz.",), 10: ("I'm allergic to peanuts.",)}
 
 
-def test_add_does_not_wait_for_the_rating(tmp_path: Path, embedder: OnnxSentenceEmbedder) -> None:
-    gate = threading.Event()
-    llm = ScriptedLLM({"rating": 8}, gate=gate)
-    memory = MemoryStream(tmp_path / "data", embedder, llm=llm)
-    try:
-        record = memory.add("I got the job offer from the hospital!")
-        assert record.importance_state == "pending" and llm.calls == []
-        gate.set()
-        assert memory.wait_for_ratings(30)
-        stored = memory.get(record.id)
-        assert stored is not None and (stored.importance, stored.importance_state) == (8, "rated")
-        assert "job offer" in llm.calls[0][0]["content"]
-    finally:
-        memory.close()
-
-
-def test_bad_rating_is_retried_once_then_defaulted(
+def test_each_record_is_rated_as_it_is_stored(
     tmp_path: Path, embedder: OnnxSentenceEmbedder
 ) -> None:
-    llm = ScriptedLLM({"rating": "very"}, {"rating": 42}, {"rating": 6})
-    memory = MemoryStream(tmp_path / "data", embedder, llm=llm)
+    memory = MemoryStream(tmp_path / "data", embedder, scale=ImportanceScale(embedder, SCALE))
     try:
-        record = memory.add("Brushed my teeth.")
-        assert memory.wait_for_ratings(30)
-        stored = memory.get(record.id)
-        assert stored is not None and len(llm.calls) == 2
-        assert (stored.importance, stored.importance_state) == (DEFAULT_IMPORTANCE, "fallback")
-        assert memory.rate_pending() == 1
-        assert memory.wait_for_ratings(30)
-        assert memory.get(record.id).importance == 6  # type: ignore[union-attr]
+        allergy = memory.add("I'm allergic to shellfish.")
+        hello = memory.add("Good morning!")
+        chosen = memory.add("I'm allergic to dust.", importance=4)
+        assert (allergy.importance, allergy.importance_state) == (9, "rated")
+        assert (hello.importance, hello.importance_state) == (1, "rated")
+        assert (chosen.importance, chosen.importance_state) == (4, "given")
+        assert memory.get(allergy.id) == allergy.with_changes(embedding=None)
     finally:
         memory.close()
 
 
-def test_llm_errors_do_not_stop_the_rater(tmp_path: Path, embedder: OnnxSentenceEmbedder) -> None:
-    llm = ScriptedLLM(ConnectionError("down"), ConnectionError("down"), {"rating": 2})
-    memory = MemoryStream(tmp_path / "data", embedder, llm=llm)
+def test_ratings_are_made_again_once_when_the_scale_changes(
+    tmp_path: Path, embedder: OnnxSentenceEmbedder
+) -> None:
+    data = tmp_path / "data"
+    unrated = MemoryStream(data, embedder)
+    waiting = unrated.add("I'm allergic to shellfish.")
+    chosen = unrated.add("I'm allergic to dust.", importance=4)
+    unrated.close()
+    assert (waiting.importance, waiting.importance_state) == (DEFAULT_IMPORTANCE, "pending")
+
+    for anchors, expected in ((SCALE, 9), (OTHER_SCALE, 10)):
+        memory = MemoryStream(data, embedder, scale=ImportanceScale(embedder, anchors))
+        try:
+            assert memory.wait_for_ratings(30) and memory.ratings_pending() == 0
+            stored = memory.get(waiting.id)
+            assert stored is not None
+            assert (stored.importance, stored.importance_state) == (expected, "rated")
+            # What the user gave is theirs.
+            assert memory.get(chosen.id).importance == 4  # type: ignore[union-attr]
+            assert memory.changes(chosen.id)[0].action == "add"
+        finally:
+            memory.close()
+
+    again = MemoryStream(data, embedder, scale=ImportanceScale(embedder, OTHER_SCALE))
     try:
-        first = memory.add("The server was down.")
-        assert memory.wait_for_ratings(30)
-        second = memory.add("Made the bed.")
-        assert memory.wait_for_ratings(30)
-        assert memory.get(first.id).importance_state == "fallback"  # type: ignore[union-attr]
-        assert memory.get(second.id).importance == 2  # type: ignore[union-attr]
+        assert again.wait_for_ratings(30)
+        # Not rated a third time: the ratings were made on this scale.
+        actions = [change.action for change in again.changes(waiting.id)]
+        assert sorted(actions) == ["add", "rate", "rate"]
     finally:
-        memory.close()
+        again.close()
 
 
 # Editing with history
@@ -358,22 +362,3 @@ def test_retrieved_and_listed_records_match_the_table_after_every_change(
         assert_records_match_the_table(reopened)
     finally:
         reopened.close()
-
-
-def test_a_rating_that_arrives_after_the_user_gave_importance_changes_nothing(
-    tmp_path: Path, embedder: OnnxSentenceEmbedder
-) -> None:
-    gate = threading.Event()
-    memory = MemoryStream(tmp_path / "data", embedder, llm=ScriptedLLM({"rating": 2}, gate=gate))
-    try:
-        record = memory.add("The notes for the school board talk.")
-        memory.edit(record.id, importance=9)
-        gate.set()
-        assert memory.wait_for_ratings(30)
-        stored = memory.get(record.id)
-        assert stored is not None and (stored.importance, stored.importance_state) == (9, "given")
-        found = memory.retrieve("school board", k=1, touch=False)[0]
-        assert found.record == stored
-        assert_records_match_the_table(memory)
-    finally:
-        memory.close()

@@ -38,7 +38,7 @@ TOOL_NAMES = [tool.name for tool in TOOLS]
 
 @pytest.fixture
 def stores(tmp_path: Path, embedder: OnnxSentenceEmbedder) -> Iterator[Stores]:
-    opened = open_stores(tmp_path / "data", embedder, None, core_memory_chars=400)
+    opened = open_stores(tmp_path / "data", embedder, rate=False, core_memory_chars=400)
     yield opened
     opened.stream.close()
 

@@ -23,7 +23,7 @@ QUESTION = "Where does my sister Beatrix live?"
 
 @pytest.fixture
 def stores(tmp_path: Path, embedder: OnnxSentenceEmbedder) -> Iterator[Stores]:
-    opened = open_stores(tmp_path / "data", embedder, None, core_memory_chars=400)
+    opened = open_stores(tmp_path / "data", embedder, rate=False, core_memory_chars=400)
     for text in [
         "User: My sister Beatrix lives in Porto.",
         "User: I drive a blue Fiat.",

@@ -102,7 +102,7 @@ async def test_stopping_the_spoken_reply_keeps_only_what_was_heard(
         await client.close()
         service.stop()
 
-    stores = open_stores(loaded.settings.data_dir, embedder, None, 1200)
+    stores = open_stores(loaded.settings.data_dir, embedder, rate=False, core_memory_chars=1200)
     try:
         texts = [r.text for r in stores.stream.list_memories(page_size=20).items]
         assert f"Brain OS: {cut.heard} [interrupted]" in texts

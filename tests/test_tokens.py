@@ -78,7 +78,7 @@ def test_the_agent_counts_with_the_endpoint_in_use(
     tmp_path: Path, fast_llm: LLMClient, embedder: OnnxSentenceEmbedder, fast_settings: Settings
 ) -> None:
     switch = SwitchableLLM()
-    stores = open_stores(tmp_path, embedder, None, 2_000)
+    stores = open_stores(tmp_path, embedder, rate=False, core_memory_chars=2_000)
     try:
         agent = open_agent(fast_settings, switch, stores)
         window = agent.context

@@ -98,7 +98,7 @@ async def test_typed_question_gets_a_streamed_reply_from_the_local_model(
         assert len(seen) > 2, "the reply should appear piece by piece"
         await quit_and_wait(pilot, loaded)
     assert app.farewell is None
-    stores = open_stores(loaded.settings.data_dir, embedder, None, 1200)
+    stores = open_stores(loaded.settings.data_dir, embedder, rate=False, core_memory_chars=1200)
     said = [(m.role, m.text) for m in stores.recall.recent(5) if m.role != "tool"]
     assert said == [("user", "Name three fruits, one per line."), ("assistant", reply.text)]
     stores.stream.close()
@@ -154,7 +154,7 @@ async def test_unreachable_endpoint_shows_a_notice_and_keeps_the_message(
             await pilot.press("enter")
             await wait_for(lambda: len(views(screen, "notice")) == 2, 60)
             await quit_and_wait(pilot, loaded)
-    stores = open_stores(loaded.settings.data_dir, embedder, None, 1200)
+    stores = open_stores(loaded.settings.data_dir, embedder, rate=False, core_memory_chars=1200)
     assert [m.text for m in stores.recall.recent(5)] == ["hello", "again"]  # kept
     stores.stream.close()
 

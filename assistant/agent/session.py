@@ -12,6 +12,7 @@ from assistant.agent.compaction import Compactor, json_summariser
 from assistant.agent.context import ContextConfig, ContextWindow
 from assistant.agent.context_store import load_context
 from assistant.agent.core_memory import CoreMemory
+from assistant.agent.importance_anchors import ANCHORS
 from assistant.agent.tools import TOOLS, SendMessage, Stores, Tool
 from assistant.llm.priority import CancellableJsonLLM, ForegroundGate
 from assistant.llm.tokens import counter_of
@@ -21,7 +22,7 @@ from memory.database import open_database
 from memory.embedder import Embedder
 from memory.graph.search import RETRIEVAL_GRAPH_SEARCH, GraphRelevance
 from memory.graph.store import GraphStore
-from memory.llm import StructuredLLM
+from memory.importance import ImportanceScale
 from memory.locking import WriteLock
 from memory.recall import RecallStore
 from memory.stream import MemoryConfig, MemoryStream
@@ -35,19 +36,20 @@ CONTEXT_FILE = "context.json"
 def open_stores(
     data_dir: Path,
     embedder: Embedder,
-    rater: StructuredLLM | None,
     core_memory_chars: int,
     graph_weight: float = 0.0,
+    rate: bool = True,
 ) -> Stores:
-    """The stores in ``data_dir``; ``rater`` rates new memories' importance (None: later);
-    ``graph_weight``: how much the knowledge graph's search adds to a memory's relevance."""
+    """The stores in ``data_dir``; ``graph_weight``: how much the knowledge graph's search
+    adds to a memory's relevance; ``rate``: rate new memories' importance on the app's scale
+    (else they keep the default, for tests that order memories by hand)."""
     database = open_database(data_dir)
     lock = WriteLock(data_dir / "memory.lock")
     graph = GraphStore(database, lock, embedder)
     stream = MemoryStream(
         data_dir,
         embedder,
-        llm=rater,
+        scale=ImportanceScale(embedder, ANCHORS) if rate else None,
         config=MemoryConfig(graph_weight=graph_weight),
         graph=GraphRelevance(graph, RETRIEVAL_GRAPH_SEARCH),
     )

@@ -101,7 +101,6 @@ class AgentHost:
             self.stores = open_stores(
                 self.settings.data_dir,
                 embedder,
-                BackgroundLLM(self.background, self.gate),
                 self.settings.agent.core_memory_chars,
                 self.settings.agent.graph_weight if self.settings.agent.knowledge_graph else 0.0,
             )
@@ -228,8 +227,6 @@ class AgentHost:
                     "no background LLM server (%s); background work shares the main one", error
                 )
             if first and self.stores is not None:
-                # Records left unrated by an earlier run (or while the LLM was down).
-                self.stores.stream.rate_pending()
                 self.reflection = ReflectionWorker(
                     Reflector(
                         self.stores.stream,

@@ -1124,7 +1124,10 @@ class AssistantService:
             work.append(
                 Work(
                     kind="ratings",
-                    description=f"{pending} new {'memory' if pending == 1 else 'memories'} to rate",
+                    description=(
+                        f"{pending} stored {'memory' if pending == 1 else 'memories'} to rate "
+                        "on the new importance scale"
+                    ),
                 )
             )
         return work
