@@ -15,7 +15,7 @@ from assistant.agent.agent import FALLBACK_MESSAGE, Agent, AgentConfig, instruct
 from assistant.agent.context import MESSAGE_OVERHEAD_TOKENS, ContextConfig, ContextWindow
 from assistant.agent.events import HeartbeatTick, UserText, UserUtterance
 from assistant.agent.session import open_agent, open_stores
-from assistant.agent.tools import Stores, action_schema
+from assistant.agent.tools import MEMORIES_HEAD, Stores, action_schema
 from assistant.llm.client import LLMContextOverflow, LLMReplyError, LLMUnavailable
 from assistant.llm.priority import BackgroundLLM, ForegroundGate
 from assistant.settings import Settings
@@ -25,7 +25,7 @@ from tests.agent_helpers import ScriptedStream, action, say
 
 @pytest.fixture
 def stores(tmp_path: Path, embedder: OnnxSentenceEmbedder) -> Iterator[Stores]:
-    opened = open_stores(tmp_path / "data", embedder, None, core_memory_chars=400)
+    opened = open_stores(tmp_path / "data", embedder, rate=False, core_memory_chars=400)
     yield opened
     opened.stream.close()
 
@@ -214,7 +214,7 @@ def test_context_overflow_flushes_and_retries_once(stores: Stores) -> None:
 
 def test_memory_pressure_warns_then_evicts_into_a_recursive_summary(stores: Stores) -> None:
     llm = ScriptedStream(say("Sure, noted: " + "details " * 20))
-    agent = make_agent(llm, stores, window=1400, reply_tokens=100)
+    agent = make_agent(llm, stores, window=1700, reply_tokens=100)
     warned_at = flushed_at = None
     for number in range(12):
         turn = agent.respond(UserText(f"Message {number}: " + "words " * 30))
@@ -248,7 +248,7 @@ def test_retrieved_memories_come_just_before_the_event(stores: Stores) -> None:
     llm = ScriptedStream(action("memory_search", True, query="sister"), say("In Porto."))
     make_agent(llm, stores).respond(UserText("Where does my sister live?"))
     for call in llm.calls:  # every step of the event: memories, then the event, then the steps
-        memories = next(i for i, m in enumerate(call) if m["content"].startswith("Relevant"))
+        memories = next(i for i, m in enumerate(call) if m["content"].startswith(MEMORIES_HEAD))
         assert call[memories]["role"] == "system"
         assert "Beatrix lives in Porto" in call[memories]["content"]
         assert call[memories + 1] == {"role": "user", "content": "Where does my sister live?"}
@@ -260,7 +260,7 @@ def test_memories_already_in_view_are_not_retrieved_again(stores: Stores) -> Non
     agent = make_agent(llm, stores)
     agent.respond(UserText("My sister Beatrix lives in Porto."))
     agent.respond(UserText("Where does Beatrix live?"))
-    assert not any(m["content"].startswith("Relevant") for m in llm.calls[1])
+    assert not any(m["content"].startswith(MEMORIES_HEAD) for m in llm.calls[1])
     agent.context.evict()  # the first exchange leaves the window...
     agent.respond(UserText("Where does Beatrix live, again?"))
     assert "Beatrix lives in Porto" in llm.calls[2][-2]["content"]  # ...and comes back
@@ -300,7 +300,7 @@ def test_two_messages_in_one_turn_are_apart_and_loops_stop(stores: Stores) -> No
     # A model going round is told to answer and held to send_message for one more step...
     search = action("memory_search", True, query="keys")
     answering = ScriptedStream(search, search, say("In the hall."))
-    turn = make_agent(answering, stores).respond(UserText("Where are my keys?"))
+    turn = make_agent(answering, stores).respond(UserText("Look for my keys."))
     assert "[note] You already did that" in answering.calls[2][-1]["content"]
     assert [s.tool for s in turn.steps] == ["memory_search", "memory_search", "send_message"]
     assert turn.reply == "In the hall."
@@ -308,7 +308,7 @@ def test_two_messages_in_one_turn_are_apart_and_loops_stop(stores: Stores) -> No
     assert len(tools_allowed(answering.schemas[0])) > 1
     # ...and one that still goes round gets the fallback: the user is not left in silence.
     looping = ScriptedStream(search)
-    turn = make_agent(looping, stores).respond(UserText("Where are my keys?"))
+    turn = make_agent(looping, stores).respond(UserText("Look for my keys."))
     assert len(looping.calls) == 3
     assert turn.reply == FALLBACK_MESSAGE
 

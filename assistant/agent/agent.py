@@ -25,7 +25,8 @@ from assistant.agent.context import MESSAGE_OVERHEAD_TOKENS, ContextWindow, ahea
 from assistant.agent.context_store import save_context
 from assistant.agent.deferred import Deferred
 from assistant.agent.draft_memories import DraftMemories
-from assistant.agent.events import Event, from_user
+from assistant.agent.events import Event, UserText, UserUtterance, from_user
+from assistant.agent.routing import asks_about_their_life, first_tool
 from assistant.agent.speculation import Request, Speculation, Tally
 from assistant.agent.streaming import ReplyStream
 from assistant.agent.tools import (
@@ -150,8 +151,10 @@ class Turn:
 
 def instructions(tools: Sequence[Tool] = TOOLS) -> str:
     return (
-        "You are Brain OS, a voice-first personal assistant on the user's own computer. Your "
-        "replies may be spoken aloud: keep them short and natural.\n\n"
+        "You are Brain OS, a voice-first personal assistant on the user's own computer. You "
+        "talk with the user like a kind, sensible friend. Your replies are spoken aloud: one "
+        "or two short sentences.\n\n"
+        f"{_HOW_TO_REPLY}"
         "Each step you write exactly one JSON object. To talk to the user: "
         '{"message": "<what you say>"}. To use another tool: '
         '{"tool": <name>, "arguments": {...}, "request_heartbeat": false}. Set '
@@ -159,16 +162,60 @@ def instructions(tools: Sequence[Tool] = TOOLS) -> str:
         "example to search, then answer). Where the tools are offered to you as functions, "
         "call one instead (send_message to talk), with the same arguments and "
         "request_heartbeat.\n\n"
+        f"{_examples(tools)}"
         "Your memory: core memory (below) is always in view; keep what you learn about the "
         "user there with core_memory_append and core_memory_replace. Older messages leave "
         "this window, but recall_search finds them. archival_insert and archival_search keep "
         "and find longer texts. memory_search searches everything you have observed and "
-        "concluded. 'Relevant memories' before a message lists what was retrieved for it; "
-        "'[core memory]' notes tell what changed in core memory since it was written below."
-        "\n\n"
+        "concluded. 'What you remember' before a message lists the memories retrieved for "
+        "it; '[core memory]' notes tell what changed in core memory since it was written "
+        "below.\n\n"
         f"{_background_help(tools)}"
         f"Tools:\n{describe_tools(tools)}"
     )
+
+
+# What a person would say, in rules and examples: without them the packaged models answered
+# news of a recital with condolences, refused a story, invented a dentist's name and copied the
+# user's words back (docs/BENCHMARKS.md, "Judgement": 31 of 54 reply probes passed on the 1.5B
+# model, 44 with these).
+_HOW_TO_REPLY = (
+    "How to reply:\n"
+    "- News or plans: react in your own words as a friend would. Congratulate good news, say "
+    'you are sorry about bad news, and simply note plans and facts (no "sorry" for them).\n'
+    "- When they tell you about someone, say the person's name in your reply.\n"
+    "- Questions about the user's life: answer only from the conversation and what you "
+    "remember. If that does not hold the answer, say you don't know and ask them; never guess "
+    "a name, date, time, age, place or number.\n"
+    "- Harmless requests (a story, a joke, a poem, a definition, a fact, how to do "
+    "something): do them; never refuse. In a poem, separate the lines with ' / '.\n"
+    "- Never repeat the user's words back, and never describe yourself.\n\n"
+)
+
+
+def _examples(tools: Sequence[Tool]) -> str:
+    lines = [
+        "Examples (the user's message, then your step):",
+        "User: I'm seeing the dentist on Tuesday at 3.",
+        '{"message": "Got it, the dentist on Tuesday at 3."}',
+        "User: I got into the master's programme!",
+        '{"message": "Congratulations! That\'s wonderful news."}',
+        "User: My grandfather passed away last night.",
+        '{"message": "I\'m so sorry about your grandfather."}',
+        "User: My friend Sara just started a new job as a chef.",
+        '{"message": "Good for Sara! A chef, how exciting."}',
+        "User: What's my sister's phone number?",
+        '{"message": "I don\'t know, you haven\'t told me. What is it?"}',
+        "User: My friend Sara just moved to Leeds.",
+        '{"message": "Sara in Leeds, nice! I\'ll remember that."}',
+    ]
+    if any(tool.name == "set_reminder" for tool in tools):
+        lines += [
+            "User: Remind me to call mum at 6.",
+            '{"tool": "set_reminder", "arguments": {"text": "call mum", "when": "at 6"}, '
+            '"request_heartbeat": false}',
+        ]
+    return "\n".join(lines) + "\n\n"
 
 
 def _background_help(tools: Sequence[Tool]) -> str:
@@ -209,10 +256,12 @@ class Agent:
         self.tools = by_name(tools)
         self.schema = action_schema(tools)
         self.native_tools = native_tools(tools)
-        # A step that must answer the user: the same tools, narrowed to send_message.
-        replying = [tool for tool in tools if tool.name == "send_message"]
-        self.reply_schema = action_schema(replying) if replying else self.schema
-        self.reply_tools = native_tools(replying) if replying else self.native_tools
+        # A step held to one tool (answering the user, or what routing.py chose): the same
+        # action format, narrowed to that tool.
+        self.narrowed = {tool.name: (action_schema([tool]), native_tools([tool])) for tool in tools}
+        # The answer to a question about the user's life: a message that says first whether
+        # the answer is known (action_schema's ``grounded``).
+        self.grounded = action_schema([t for t in tools if t.name == "send_message"], True)
         self.conversation_id = conversation_id
         self._warned = False
         # The messages said in the last turn, and the memory-stream record of each, for a
@@ -286,14 +335,21 @@ class Agent:
             shown = self._retrieve(prompt)
         self._on_stage("memories")
         self._record_event(event, prompt, shown)
-        # Set once the model went round or looked something up without answering: the next
-        # step may only send a message (held to that by the schema or the offered tools).
+        # The tool the next step is held to (by the schema or the offered tools): the one the
+        # request needs (routing.py), then send_message once the model went round or looked
+        # something up without answering.
+        only = self._routed(event)
+        # A request routed to a tool is not a question to answer from memory.
+        grounded = only is None and self._asks(event)
         answer_now = False
         for _ in range(self.config.max_steps):
             if self._manage_pressure():
                 turn.flushed = True
                 self._show_again(prompt)
-            outcome = self._step(on_text, cancel, turn, answer_now)
+            outcome = self._step(
+                on_text, cancel, turn, "send_message" if answer_now else only, grounded
+            )
+            only = None
             if outcome is None:  # the LLM failed, or the user interrupted
                 return turn
             if isinstance(outcome, ActionError):
@@ -339,16 +395,18 @@ class Agent:
         on_text: Callable[[str], None],
         cancel: threading.Event,
         turn: Turn,
-        answer_now: bool = False,
+        only: str | None = None,
+        grounded: bool = False,
     ) -> Action | ActionError | None:
-        """Ask for one action, streaming its message; None when there is none to act on."""
+        """Ask for one action (of the tool ``only``, if set; a message ``grounded`` in what is
+        known, for a question), streaming its message; None when there is none to act on."""
         overflowed = False
         native = self._native_llm()
         for attempt in range(1, self.config.attempts + 1):
             streamed = ReplyStream(native is not None)
             separated = not turn.reply  # a second message this turn starts on a new line
             try:
-                for delta in cancellable(self._ask(native, answer_now), cancel):
+                for delta in cancellable(self._ask(native, only, grounded), cancel):
                     if self._observing is not None:
                         self._observing[1].start()
                     piece = streamed.feed(delta)
@@ -393,12 +451,12 @@ class Agent:
         return llm if isinstance(llm, ToolCallingLLM) and llm.tool_calling == "native" else None
 
     def _ask(
-        self, native: ToolCallingLLM | None, answer_now: bool = False
+        self, native: ToolCallingLLM | None, only: str | None = None, grounded: bool = False
     ) -> Iterator[StreamDelta]:
         """The step's reply as it streams: with the tools offered natively, or (no ``native``)
-        held to the action schema, its text as content; ``answer_now``: send_message only.
-        The reply speculated at the user's pause is taken over if it was this very request."""
-        request, ask = self._request(self.context.messages(), native, answer_now)
+        held to the action schema, its text as content; ``only``: that tool only. The reply
+        speculated at the user's pause is taken over if it was this very request."""
+        request, ask = self._request(self.context.messages(), native, only, grounded)
         self._on_stage("prompt_sent")
         speculation, self._speculation = self._speculation, None
         if speculation is not None:
@@ -413,20 +471,31 @@ class Agent:
         yield from ask()
 
     def _request(
-        self, messages: list[Message], native: ToolCallingLLM | None, answer_now: bool
+        self,
+        messages: list[Message],
+        native: ToolCallingLLM | None,
+        only: str | None,
+        grounded: bool = False,
     ) -> tuple[Request, Callable[[], Iterator[StreamDelta]]]:
         """A step's request, comparable, and how to send it."""
         max_tokens = self.context.config.reply_tokens
         temperature = self.config.temperature
+        schema, tools = self.schema, self.native_tools
+        if only is not None and only in self.narrowed:
+            schema, tools = self.narrowed[only]
+        if grounded and only in (None, "send_message"):
+            # Answered at once: retrieval has just searched the memory with the question
+            # itself, and offered the tools as well the 1.5B model searched again for 5 of 12
+            # questions (a step of 2-4 s) and then said it did not know what three hours are
+            # in minutes.
+            schema = self.grounded
         if native is not None:
-            tools = self.reply_tools if answer_now else self.native_tools
             request = Request.of(
                 messages, tools=tools, max_tokens=max_tokens, temperature=temperature
             )
             return request, lambda: native.stream_tools(
                 messages, tools, max_tokens=max_tokens, temperature=temperature
             )
-        schema = self.reply_schema if answer_now else self.schema
 
         def text() -> Iterator[StreamDelta]:
             for chunk in self.llm.stream(
@@ -436,6 +505,18 @@ class Agent:
 
         options = {"schema": schema, "max_tokens": max_tokens, "temperature": temperature}
         return Request.of(messages, **options), text
+
+    @staticmethod
+    def _asks(event: Event) -> bool:
+        """Whether the event is the user's question about their life (its answer held to what
+        is known)."""
+        return isinstance(event, UserText | UserUtterance) and asks_about_their_life(event.text)
+
+    def _routed(self, event: Event) -> str | None:
+        """The tool a user's message must be answered with first (routing.py), if any."""
+        if isinstance(event, UserText | UserUtterance):
+            return first_tool(event.text, self.tools)
+        return None
 
     @staticmethod
     def _repeated(action: Action, turn: Turn) -> bool:
@@ -633,7 +714,9 @@ class Agent:
         ahead = self._draft_prompt(text)
         if ahead is None:
             return False
-        request, ask = self._request(ahead, self._native_llm(), answer_now=False)
+        only = first_tool(text, self.tools)
+        grounded = only is None and asks_about_their_life(text)
+        request, ask = self._request(ahead, self._native_llm(), only, grounded)
         self.drop_speculation()
         self._speculation = Speculation(request, ask, self.gate.foreground)
         return True

@@ -16,9 +16,12 @@ from assistant.llm.client import StreamDelta, TextDelta, ToolCallDelta
 
 log = logging.getLogger(__name__)
 
-# A message's short form, {"message": "..."}, or the send_message action written out.
+# A message's short form, {"message": "..."} (grounded: {"known": true, "message": "..."}), or
+# the send_message action written out.
 _MESSAGE_START = re.compile(
-    r'^\s*\{\s*"message"\s*:\s*"|"tool"\s*:\s*"send_message".*?"message"\s*:\s*"', re.DOTALL
+    r'^\s*\{\s*(?:"known"\s*:\s*(?:true|false)\s*,\s*)?"message"\s*:\s*"'
+    r'|"tool"\s*:\s*"send_message".*?"message"\s*:\s*"',
+    re.DOTALL,
 )
 # In a native send_message call the arguments are {"message": "...", "request_heartbeat": ...}.
 _ARGUMENT_START = re.compile(r'"message"\s*:\s*"')

@@ -41,6 +41,17 @@ WHAT_CHARS = 120
 REPLY_TOKENS = 900
 RECALLED = 10
 PLAN_SOURCE = "assistant"
+# What each chunk must be: the user's own doing. A small model otherwise turns "My brother Luis
+# works as a nurse" into "Go to work as a nurse" (docs/BENCHMARKS.md, "Judgement").
+PLANNER_RULES = (
+    "You plan a person's day for their personal assistant. Each chunk is something the user "
+    "does. What the memories say about other people (a brother's job, a friend's trip) is "
+    "theirs, not the user's: never make it the user's activity; a chunk may be about them "
+    'only as something the user does, naming them ("Call Luis"). Plan from what the user '
+    "said about their own day; where they said nothing, the chunk is free time, a meal or "
+    "rest. No chunk is about planning. Reply with one JSON object: "
+    '{"chunks": [{"start": "HH:MM", "end": "HH:MM", "what": "..."}, ...]}.'
+)
 # Pieces of planning one poke may do (today's plan, then the hours of the chunk it is in).
 STEPS_PER_POKE = 3
 HEARD_CHARS = 160
@@ -363,9 +374,7 @@ class DayPlanner:
         messages = [
             {
                 "role": "system",
-                "content": "You plan a person's day for their personal assistant. Reply with "
-                'one JSON object: {"chunks": [{"start": "HH:MM", "end": "HH:MM", "what": '
-                '"..."}, ...]}.',
+                "content": PLANNER_RULES,
             },
             {"role": "user", "content": "\n".join([*situation, "", prompt])},
         ]

@@ -48,6 +48,9 @@ GRAPH_RULES = (
     'memory that starts with "User:" is "user"; "Assistant:" is "assistant".\n'
     '- The relation is a few words ("lives in", "works as", "is sister of", "likes").\n'
     "- One fact per triplet; split a sentence that states several.\n"
+    "- A fact about someone the user mentions is that person's, not the user's: "
+    '"User: My cousin Eva lives in Madrid and works as an architect." gives (user, has '
+    "cousin, Eva), (Eva, lives in, Madrid), (Eva, works as, architect).\n"
     "- Leave out small talk and facts about the conversation itself (who is talking, what "
     "was just said or asked).\n"
     "- certain is true for a fact the memory states, false for one it only guesses at, "

@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from datetime import datetime
 
+from assistant.agent.tools import MEMORIES_HEAD
 from assistant.config import LoadedConfig
 from memory.embedder import Embedder
 from memory.records import utc_now
@@ -65,4 +66,4 @@ def retrieved(endpoint: ScriptedEndpoint) -> str:
     messages = turn_messages(endpoint)
     event = max(index for index, m in enumerate(messages) if m["role"] == "user")
     before = str(messages[event - 1]["content"])
-    return before if before.startswith("Relevant memories") else ""
+    return before if before.startswith(MEMORIES_HEAD) else ""

@@ -1,0 +1,169 @@
+"""Requests whose first step code chooses (assistant/agent/routing.py): the rule, and the agent
+holding that step to the tool."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from assistant.agent.agent import Agent, AgentConfig, instructions
+from assistant.agent.context import ContextConfig, ContextWindow
+from assistant.agent.events import HeartbeatTick, UserText, UserUtterance
+from assistant.agent.routing import asks_about_their_life, first_tool, is_question
+from assistant.agent.session import open_stores
+from assistant.agent.tools import TOOLS, Stores, Tool
+from assistant.tasks.agent_tools import SetReminder
+from memory.embedder import OnnxSentenceEmbedder
+from tests.agent_helpers import ScriptedStream, action, say
+from tests.test_agent import tools_allowed
+
+TOOL_NAMES = {"send_message", "memory_search", "set_reminder"}
+
+
+@pytest.mark.parametrize(
+    "message",
+    [
+        "Remind me to call the dentist tomorrow at 9.",
+        "Can you remind me to take my pills at 8 tonight?",
+        "In twenty minutes, remind me to take the bread out of the oven.",
+        "Don\u2019t let me forget to water the plants this evening.",
+        "Please set a reminder for the rent on the 1st.",
+        "remind me about the meeting at 3",
+    ],
+)
+def test_a_request_to_be_reminded_goes_to_set_reminder(message: str) -> None:
+    assert first_tool(message, TOOL_NAMES) == "set_reminder"
+
+
+@pytest.mark.parametrize(
+    "message",
+    [
+        "Remind me what Ana said about the trip.",
+        "Can you remind me who Kenji is?",
+        "remind me, where did I put the spare key?",
+        "I forgot my umbrella.",
+        "The reminder went off too late yesterday.",
+    ],
+)
+def test_anything_else_is_left_to_the_model(message: str) -> None:
+    assert first_tool(message, TOOL_NAMES) is None
+
+
+def test_no_routing_to_a_tool_the_agent_lacks() -> None:
+    assert first_tool("Remind me to call Ana.", {"send_message"}) is None
+
+
+@pytest.fixture
+def stores(tmp_path: Path, embedder: OnnxSentenceEmbedder) -> Iterator[Stores]:
+    opened = open_stores(tmp_path / "data", embedder, rate=False, core_memory_chars=400)
+    yield opened
+    opened.stream.close()
+
+
+def agent_with_reminders(
+    llm: ScriptedStream, stores: Stores, reminders: list[SetReminder]
+) -> Agent:
+    def remind(_: Stores, arguments: SetReminder) -> str:
+        reminders.append(arguments)
+        return "reminder r1 set for 2026-11-27 09:00:00"
+
+    tools = (*TOOLS, Tool("set_reminder", "Remind the user later.", SetReminder, remind))
+    context = ContextWindow(instructions(tools), stores.core, ContextConfig(window_tokens=4096))
+    return Agent(llm, stores, context, AgentConfig(), tools=tools)
+
+
+def test_the_first_step_of_a_reminder_request_is_held_to_set_reminder(stores: Stores) -> None:
+    llm = ScriptedStream(
+        action("set_reminder", text="call the dentist", when="tomorrow at 9"),
+        say("I'll remind you to call the dentist tomorrow at 9."),
+    )
+    reminders: list[SetReminder] = []
+    agent = agent_with_reminders(llm, stores, reminders)
+    turn = agent.respond(UserUtterance("Remind me to call the dentist tomorrow at 9.", 0.9))
+    assert [s.tool for s in turn.steps] == ["set_reminder", "send_message"]
+    assert reminders == [SetReminder(text="call the dentist", when="tomorrow at 9")]
+    assert tools_allowed(llm.schemas[0]) == ["set_reminder"]
+    # Then the user is answered, held to send_message as after any step that asked for none.
+    assert tools_allowed(llm.schemas[1]) == ["send_message"]
+
+
+def test_other_messages_and_events_offer_every_tool(stores: Stores) -> None:
+    llm = ScriptedStream(say("Hello!"), say("Nothing is due."))
+    agent = agent_with_reminders(llm, stores, [])
+    agent.respond(UserText("Hello there."))
+    agent.respond(HeartbeatTick())
+    assert all(len(tools_allowed(schema)) == len(TOOLS) + 1 for schema in llm.schemas)
+
+
+@pytest.mark.parametrize(
+    ("message", "asks"),
+    [
+        ("Where does my brother live?", True),
+        ("what time is my flight", True),
+        ("Is it going to rain tomorrow", True),
+        ("I\u2019m allergic to penicillin.", False),
+        ("Tell me a story.", False),
+        ("Whatever you think is fine.", False),
+    ],
+)
+def test_a_question_is_known_by_its_mark_or_its_first_word(message: str, asks: bool) -> None:
+    assert is_question(message) is asks
+
+
+@pytest.mark.parametrize(
+    ("message", "about"),
+    [
+        ("What's my dentist's name?", True),
+        ("When is Ana's birthday?", True),
+        ("where did I leave my glasses", True),
+        ("How many minutes are there in three hours?", False),
+        ("How are you today?", False),
+        ("Can you tell me a joke?", False),
+        ("My sister Ana lives in Porto.", False),
+    ],
+)
+def test_a_question_about_the_users_life_names_them_or_someone(message: str, about: bool) -> None:
+    assert asks_about_their_life(message) is about
+
+
+def known_shapes(schema: dict[str, Any] | None) -> list[dict[str, Any]]:
+    assert schema is not None
+    return [shape for shape in schema["anyOf"] if "known" in shape["properties"]]
+
+
+def test_the_answer_to_a_question_says_first_whether_it_is_known(stores: Stores) -> None:
+    llm = ScriptedStream('{"known": false, "message": "I don\'t know, you haven\'t told me."}')
+    agent = agent_with_reminders(llm, stores, [])
+    pieces: list[str] = []
+    turn = agent.respond(UserText("What's my dentist's name?"), on_text=pieces.append)
+    # Streamed and recorded as any message is.
+    assert "".join(pieces) == turn.reply == "I don't know, you haven't told me."
+    known, unknown = known_shapes(llm.schemas[0])
+    assert known["properties"]["known"] == {"const": True}
+    assert unknown["properties"]["known"] == {"const": False}
+    # Not known: the message is held to saying so.
+    pattern = re.compile(unknown["properties"]["message"]["pattern"])
+    assert pattern.match("I don't know, you haven't told me.")
+    assert not pattern.match("Your dentist is Dr. Smith.")
+    # Answered at once: retrieval has just searched the memory with the question.
+    assert tools_allowed(llm.schemas[0]) == ["send_message", "send_message"]
+
+
+def test_statements_general_questions_and_routed_requests_are_not_held_to_what_is_known(
+    stores: Stores,
+) -> None:
+    llm = ScriptedStream(
+        say("Noted."),
+        say("180."),
+        action("set_reminder", text="pills", when="at 8"),
+        say("I'll remind you at 8."),
+    )
+    agent = agent_with_reminders(llm, stores, [])
+    agent.respond(UserText("My dentist is Dr. Alves."))
+    agent.respond(UserText("How many minutes are there in three hours?"))
+    agent.respond(UserText("Can you remind me to take my pills at 8?"))
+    assert not any(known_shapes(schema) for schema in llm.schemas)
