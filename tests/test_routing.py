@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterator
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -17,6 +18,7 @@ from assistant.agent.routing import asks_about_their_life, first_tool, is_questi
 from assistant.agent.session import open_stores
 from assistant.agent.tools import TOOLS, Stores, Tool
 from assistant.tasks.agent_tools import SetReminder
+from assistant.tasks.reminders import spoken_time
 from memory.embedder import OnnxSentenceEmbedder
 from tests.agent_helpers import ScriptedStream, action, say
 from tests.test_agent import tools_allowed
@@ -87,7 +89,8 @@ def test_the_first_step_of_a_reminder_request_is_held_to_set_reminder(stores: St
     assert [s.tool for s in turn.steps] == ["set_reminder", "send_message"]
     assert reminders == [SetReminder(text="call the dentist", when="tomorrow at 9")]
     assert tools_allowed(llm.schemas[0]) == ["set_reminder"]
-    # Then the user is answered, held to send_message as after any step that asked for none.
+    # Then the user is answered (this tool's result is not what they are told), held to
+    # send_message as after any step that asked for none.
     assert tools_allowed(llm.schemas[1]) == ["send_message"]
 
 
@@ -167,3 +170,44 @@ def test_statements_general_questions_and_routed_requests_are_not_held_to_what_i
     agent.respond(UserText("How many minutes are there in three hours?"))
     agent.respond(UserText("Can you remind me to take my pills at 8?"))
     assert not any(known_shapes(schema) for schema in llm.schemas)
+
+
+NOW = datetime(2026, 11, 26, 10, 0, tzinfo=UTC)
+
+
+@pytest.mark.parametrize(
+    ("due", "said"),
+    [
+        (NOW + timedelta(seconds=3), "in 3 seconds"),
+        (NOW + timedelta(minutes=20), "in 20 minutes"),
+        (NOW.replace(hour=18), "today at 18:00"),
+        (NOW + timedelta(days=1, hours=-1), "tomorrow at 09:00"),
+        (NOW + timedelta(days=2), "on Saturday at 10:00"),
+        (NOW + timedelta(days=7), "on 3 December at 10:00"),
+    ],
+)
+def test_the_time_of_a_reminder_as_said_to_the_user(due: datetime, said: str) -> None:
+    assert spoken_time(due, NOW) == said
+
+
+def test_a_reminder_set_is_confirmed_in_the_tools_own_words(stores: Stores) -> None:
+    """No model step after set_reminder: the small models answered a reminder set with a
+    refusal."""
+    llm = ScriptedStream(action("set_reminder", text="call the dentist", when="tomorrow at 9"))
+    confirm = "I'll remind you tomorrow at 09:00: call the dentist"
+
+    def remind(_: Stores, arguments: SetReminder) -> str:
+        return confirm
+
+    tools = (
+        *TOOLS,
+        Tool("set_reminder", "Remind.", SetReminder, remind, speaks_result=True),
+    )
+    context = ContextWindow(instructions(tools), stores.core, ContextConfig(window_tokens=4096))
+    pieces: list[str] = []
+    turn = Agent(llm, stores, context, AgentConfig(), tools=tools).respond(
+        UserText("Remind me to call the dentist tomorrow at 9."), on_text=pieces.append
+    )
+    assert len(llm.calls) == 1
+    assert "".join(pieces) == turn.reply == confirm
+    assert [s.tool for s in turn.steps] == ["set_reminder", "send_message"]

@@ -67,8 +67,6 @@ def route(body: dict[str, Any]) -> str:
         return json.dumps(
             {"tool": "set_reminder", "arguments": arguments, "request_heartbeat": True}
         )
-    if last.startswith("[set_reminder]"):
-        return action("I will remind you.")
     return action("Noted.")
 
 
@@ -132,7 +130,9 @@ async def test_a_reminder_set_by_the_agent_fires_on_time_and_is_shown(
     client = await ServiceClient.connect(loaded, "tui", start=False)
     await client.send(Say(text="Remind me to stretch my legs in 3 seconds.", ref="r"))
     end = (await until(client, lambda u: isinstance(u, ReplyEnd)))[-1]
-    assert isinstance(end, ReplyEnd) and end.text == "I will remind you."
+    # The confirmation is the tool's own: no model step after a reminder is set.
+    assert isinstance(end, ReplyEnd)
+    assert end.text == "I'll remind you in 3 seconds: stretch your legs"
     said_at = time.monotonic()
     fired = (await until(client, lambda u: isinstance(u, ReminderFired), timeout=15))[-1]
     assert isinstance(fired, ReminderFired) and fired.text == "stretch your legs"

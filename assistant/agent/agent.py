@@ -362,6 +362,9 @@ class Agent:
                 continue
             if not self._run(outcome, turn):
                 continue
+            if self.tools[outcome.tool].speaks_result and from_user(event) and not turn.reply:
+                self._say(turn.steps[-1].result, turn, on_text)
+                return turn
             if self._repeated(outcome, turn):
                 if answer_now or not from_user(event):
                     break
@@ -846,9 +849,12 @@ class Agent:
         )
 
     def _say_fallback(self, turn: Turn, on_text: Callable[[str], None]) -> None:
-        on_text(FALLBACK_MESSAGE)
-        action = Action("send_message", SendMessage(message=FALLBACK_MESSAGE), False)
-        self._run(action, turn)
+        self._say(FALLBACK_MESSAGE, turn, on_text)
+
+    def _say(self, message: str, turn: Turn, on_text: Callable[[str], None]) -> None:
+        """Tell the user ``message`` as written here, not by the model."""
+        on_text(message)
+        self._run(Action("send_message", SendMessage(message=message), False), turn)
 
     def _interrupted(self, delivered: str, turn: Turn) -> None:
         turn.interrupted = True

@@ -73,6 +73,10 @@ class Tool:
     run: Callable[[Stores, Any], str]
     # It acts outside the memory store: the user allows each call before it runs.
     confirm: bool = False
+    # Its result, when it succeeds, is what the user is told, word for word: no model step
+    # after it (the small models answered a reminder set with "I'm sorry, but I can't help
+    # with that." in 4 of 5 probes, docs/BENCHMARKS.md, "Judgement").
+    speaks_result: bool = False
 
     def schema(self) -> dict[str, Any]:
         return strict_schema(self.arguments.model_json_schema())

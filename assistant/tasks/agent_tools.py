@@ -9,7 +9,7 @@ from pydantic import Field
 
 from assistant.agent.tools import Arguments, Stores, Tool
 from assistant.tasks.manager import TaskManager
-from assistant.tasks.reminders import ReminderStore, reminder_time
+from assistant.tasks.reminders import ReminderStore, reminder_time, spoken_time
 
 
 class DelegateTask(Arguments):
@@ -41,8 +41,7 @@ def background_tools(
         due = reminder_time(arguments.when, clock())
         reminder = reminders.add(arguments.text, due, source="agent")
         reminder_added()
-        local = due.astimezone().strftime("%Y-%m-%d %H:%M:%S")
-        return f"reminder {reminder.id} set for {local}"
+        return f"I'll remind you {spoken_time(due, clock())}: {reminder.text}"
 
     return (
         Tool(
@@ -52,5 +51,11 @@ def background_tools(
             DelegateTask,
             delegate,
         ),
-        Tool("set_reminder", "Remind the user of something at a given time.", SetReminder, remind),
+        Tool(
+            "set_reminder",
+            "Remind the user of something at a given time.",
+            SetReminder,
+            remind,
+            speaks_result=True,
+        ),
     )

@@ -63,6 +63,28 @@ class Reminder(BaseModel):
 _LIST = TypeAdapter(list[Reminder])
 
 
+def spoken_time(due: datetime, now: datetime) -> str:
+    """When ``due`` is, as said to the user: "in 30 seconds", "in 20 minutes", "today at
+    18:00", "tomorrow at 09:00", "on Friday at 17:30", "on 3 December at 10:00" (in ``due``'s
+    zone)."""
+    local_now = now.astimezone(due.tzinfo)
+    seconds = round((due - local_now).total_seconds())
+    if 0 <= seconds < 60:
+        return f"in {seconds} second{'' if seconds == 1 else 's'}"
+    minutes = round(seconds / 60)
+    if 0 < minutes < 60:
+        return f"in {minutes} minute{'' if minutes == 1 else 's'}"
+    days = (due.date() - local_now.date()).days
+    clock = f"{due:%H:%M}"
+    if days == 0:
+        return f"today at {clock}"
+    if days == 1:
+        return f"tomorrow at {clock}"
+    if 1 < days < 7:
+        return f"on {due:%A} at {clock}"
+    return f"on {due.day} {due:%B} at {clock}"
+
+
 def reminder_time(when: str, now: datetime) -> datetime:
     """When a reminder said as "in 10 minutes", "tomorrow at 9", "in 3 seconds" or an ISO time
     is due (``now`` is timezone-aware; the result is in its zone)."""
