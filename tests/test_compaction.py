@@ -69,7 +69,7 @@ class HeldSummaries:
 
 
 def compacting_agent(
-    llm: Any, stores: Stores, background: Any, path: Path | None = None, window: int = 2600
+    llm: Any, stores: Stores, background: Any, path: Path | None = None, window: int = 3500
 ) -> Agent:
     context = ContextWindow(
         instructions(), stores.core, ContextConfig(window_tokens=window, reply_tokens=256)
