@@ -29,6 +29,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from benchmarks.judgement_probes import Reply, ReplyProbe
+
 DEFAULT_IMPORTANCE_SET = Path(__file__).resolve().parents[2] / "shared/eval/importance/dev.jsonl"
 PARTS = ("importance", "replies", "extraction")
 BANDS = {"low": range(1, 4), "mid": range(4, 7), "high": range(7, 11)}
@@ -139,19 +141,26 @@ class Host:
         self.host.close()
 
 
-def bench_replies(settings: Any, scratch: Path, client: Any, embedder: Any) -> dict[str, Any]:
+def answer(probe: ReplyProbe, settings: Any, folder: Path, client: Any, embedder: Any) -> Reply:
+    """The app's reply to the probe's message, on a fresh data folder holding its memories
+    and after its earlier messages."""
     from assistant.agent.events import UserText
-    from benchmarks.judgement_probes import REPLY_PROBES, Reply, judge
+
+    with Host(settings, folder, client, embedder) as host:
+        for memory in probe.memories:
+            host.stream.add(memory)
+        for message in probe.before:
+            host.agent.respond(UserText(message))
+        turn = host.agent.respond(UserText(probe.message))
+    return Reply(turn.reply, tuple(step.tool for step in turn.steps))
+
+
+def bench_replies(settings: Any, scratch: Path, client: Any, embedder: Any) -> dict[str, Any]:
+    from benchmarks.judgement_probes import REPLY_PROBES, judge
 
     passed = 0
     for number, probe in enumerate(REPLY_PROBES):
-        with Host(settings, scratch / f"reply-{number}", client, embedder) as host:
-            for memory in probe.memories:
-                host.stream.add(memory)
-            for message in probe.before:
-                host.agent.respond(UserText(message))
-            turn = host.agent.respond(UserText(probe.message))
-        reply = Reply(turn.reply, tuple(step.tool for step in turn.steps))
+        reply = answer(probe, settings, scratch / f"reply-{number}", client, embedder)
         failed = judge(probe, reply)
         passed += not failed
         mark = "  " if not failed else "XX"

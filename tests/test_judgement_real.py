@@ -8,11 +8,10 @@ from pathlib import Path
 
 import pytest
 
-from assistant.agent.events import UserText
 from assistant.llm.client import LLMClient
 from assistant.settings import Settings
-from benchmarks.judgement import Host
-from benchmarks.judgement_probes import REPLY_PROBES, Reply, judge
+from benchmarks.judgement import answer
+from benchmarks.judgement_probes import REPLY_PROBES, judge
 from memory.embedder import OnnxSentenceEmbedder
 
 pytestmark = pytest.mark.slow
@@ -31,11 +30,5 @@ def test_the_reply_is_one_a_person_would_give(
     tmp_path: Path,
 ) -> None:
     probe = PROBES[name]
-    with Host(fast_settings, tmp_path / "data", fast_llm, embedder) as host:
-        for memory in probe.memories:
-            host.stream.add(memory)
-        for message in probe.before:
-            host.agent.respond(UserText(message))
-        turn = host.agent.respond(UserText(probe.message))
-    reply = Reply(turn.reply, tuple(step.tool for step in turn.steps))
+    reply = answer(probe, fast_settings, tmp_path / "data", fast_llm, embedder)
     assert judge(probe, reply) == [], reply
