@@ -129,6 +129,18 @@ def test_a_message_delivered_whole_counts_even_if_the_json_breaks_after_it(
     assert turn.reply == "All done." and len(llm.calls) == 1
 
 
+def test_a_message_cut_at_the_token_cap_is_kept_as_said_not_asked_again(
+    stores: Stores,
+) -> None:
+    cut = '{"message": "Beatrix lives in Porto. Porto is a city in Portugal, wi'
+    llm = ScriptedStream(cut, say("Never asked for."))
+    pieces: list[str] = []
+    turn = make_agent(llm, stores).respond(UserText("Where?"), on_text=pieces.append)
+    shown = "Beatrix lives in Porto. Porto is a city in Portugal, wi"
+    assert turn.reply == shown and "".join(pieces) == shown and len(llm.calls) == 1
+    assert recalled(stores)[-1] == ("assistant", shown)
+
+
 def test_cancel_mid_stream_keeps_the_delivered_part(stores: Stores) -> None:
     llm = ScriptedStream(say("One two three four five six seven eight nine ten."), chunk=4)
     cancel = threading.Event()

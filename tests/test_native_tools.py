@@ -195,7 +195,7 @@ def test_only_the_first_tool_call_of_a_reply_is_acted_on(stores: Stores) -> None
 
 def test_broken_calls_go_back_to_the_model_then_a_fix_works(stores: Stores) -> None:
     llm = ScriptedTools(
-        call("send_message", raw='{"message": "Hel'),
+        call("send_message", raw='{"message": "'),
         call("shout", message="hi"),
         call("recall_search", True, query="x", page="two"),
         call("send_message", message="Fixed."),
@@ -377,7 +377,7 @@ def test_plain_content_from_the_endpoint_is_the_reply(stores: Stores) -> None:
 
 def test_broken_arguments_and_an_unknown_tool_are_corrected(stores: Stores) -> None:
     script = [
-        tool_call("send_message", raw='{"message": "Hi'),
+        tool_call("send_message", raw='{"message": "'),
         tool_call("shout", message="HI"),
         tool_call("send_message", message="Hi there."),
     ]

@@ -395,6 +395,18 @@ def test_two_clients_starting_it_at_once_share_one_service(
         assert OwnerLock(loaded.settings.data_dir).wait_free(10), "the second service left"
 
 
+def test_a_stopped_service_is_gone_once_another_owns_the_folder(tmp_path: Path) -> None:
+    """`brain stop` waits for the service it stopped, not for a free folder: a second
+    service, started meanwhile by another client, may take the folder over at once."""
+    owner = OwnerLock(tmp_path)
+    assert owner.acquire()
+    assert not OwnerLock(tmp_path).wait_left_by(os.getpid(), 0.2), "still held by it"
+    owner.path.write_text("1\n")  # what a service that took over writes
+    assert OwnerLock(tmp_path).wait_left_by(os.getpid(), 0.0)
+    owner.release()
+    assert OwnerLock(tmp_path).wait_left_by(os.getpid(), 0.0)
+
+
 def test_clients_that_do_not_start_it_say_so(loaded_for: Callable[..., LoadedConfig]) -> None:
     loaded = loaded_for()
     with pytest.raises(ServiceNotRunning):

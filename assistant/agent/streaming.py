@@ -157,6 +157,11 @@ def _outcome(parse: Callable[[], Action], message: MessageStream | None) -> Acti
     except ActionError as error:
         if message is not None and message.complete:  # it reached the user whole: it was said
             return Action("send_message", SendMessage(message=message.text), False)
+        if message is not None and message.text.strip():
+            # The reply stopped inside its message (at the token cap: a rambling model). What
+            # the user saw was said; asking again would say it twice.
+            log.warning("the message was cut off after %d characters", len(message.text))
+            return Action("send_message", SendMessage(message=message.text.strip()), False)
         return error
 
 

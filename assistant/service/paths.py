@@ -79,6 +79,19 @@ class OwnerLock:
         os.close(handle)
         return True
 
+    def wait_left_by(self, pid: int, timeout_s: float) -> bool:
+        """Wait until the service ``pid`` no longer owns the folder (True): it is free, or
+        another service took it over (one started meanwhile waits for it); False after
+        ``timeout_s``."""
+        deadline = time.monotonic() + timeout_s
+        while self.holder() == pid:
+            if self.wait_free(0.0):
+                return True
+            if time.monotonic() >= deadline:
+                return False
+            time.sleep(0.05)
+        return True
+
     def _lock(self, wait_s: float) -> int | None:
         self.path.parent.mkdir(parents=True, exist_ok=True)
         handle = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o600)

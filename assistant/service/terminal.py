@@ -312,7 +312,8 @@ async def stop(loaded: LoadedConfig, out: TextIO = sys.stdout, err: TextIO = sys
         if isinstance(update, Bye):
             break
     await client.close()
-    if not await asyncio.to_thread(OwnerLock(loaded.settings.data_dir).wait_free, STOP_WAIT_S):
+    owner = OwnerLock(loaded.settings.data_dir)
+    if not await asyncio.to_thread(owner.wait_left_by, client.welcome.pid, STOP_WAIT_S):
         tell(err, f"the service (pid {client.welcome.pid}) is still shutting down")
         return EXIT_FAILURE
     out.write(f"Stopped the Brain OS service (pid {client.welcome.pid}).\n")
