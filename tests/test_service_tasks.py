@@ -31,6 +31,7 @@ from assistant.service.task_wire import (
     ReminderFired,
     TaskAccepted,
 )
+from assistant.tasks.agent_tools import HANDED_OFF
 from tests.helpers.fake_openai import scripted_endpoint
 from tests.helpers.service import InProcess, action, until
 from tests.helpers.ui import wait_for
@@ -62,6 +63,9 @@ def route(body: dict[str, Any]) -> str:
         return step("memory_search", query="sister Ana")
     if last.startswith("[task "):
         return action(f"Your task is done: {RESULT}")
+    if "in the background" in last:
+        goal = {"goal": "Find where the user's sister Ana lives"}
+        return json.dumps({"tool": "delegate_task", "arguments": goal, "request_heartbeat": True})
     if "remind me" in last.lower():
         arguments = {"text": "stretch your legs", "when": "in 3 seconds"}
         return json.dumps(
@@ -122,6 +126,19 @@ async def test_a_delegated_task_runs_and_the_agent_tells_the_user(
     out = io.StringIO()
     assert await list_tasks(loaded, False, out, io.StringIO()) == 0
     assert "not running" in out.getvalue() and RESULT in out.getvalue()
+
+
+async def test_the_agent_hands_a_task_off_and_says_so_in_its_own_words(
+    loaded: LoadedConfig,
+) -> None:
+    client = await ServiceClient.connect(loaded, "tui", start=False)
+    await client.send(Say(text="Find out where Ana lives, in the background.", ref="b"))
+    end = (await until(client, lambda u: isinstance(u, ReplyEnd)))[-1]
+    # No model step after the hand-off: the tool's confirmation is the reply.
+    assert isinstance(end, ReplyEnd) and end.text == HANDED_OFF
+    told = (await until(client, lambda u: isinstance(u, ReplyEnd) and RESULT in u.text))[-1]
+    assert isinstance(told, ReplyEnd) and told.text == f"Your task is done: {RESULT}"
+    await client.close()
 
 
 async def test_a_reminder_set_by_the_agent_fires_on_time_and_is_shown(

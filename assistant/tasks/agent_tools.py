@@ -11,6 +11,8 @@ from assistant.agent.tools import Arguments, Stores, Tool
 from assistant.tasks.manager import TaskManager
 from assistant.tasks.reminders import ReminderStore, reminder_time, spoken_time
 
+HANDED_OFF = "I'll work on that in the background and tell you when it's done."
+
 
 class DelegateTask(Arguments):
     goal: str = Field(
@@ -31,11 +33,10 @@ def background_tools(
     reminder_added: Callable[[], None] = lambda: None,
 ) -> tuple[Tool, ...]:
     def delegate(_: Stores, arguments: DelegateTask) -> str:
-        record = manager.delegate(arguments.goal)
-        return (
-            f"task {record.id} started in the background; you will be told when it finishes. "
-            "Tell the user it is under way."
-        )
+        manager.delegate(arguments.goal)
+        # Said as it is: a model asked to word it read the instructions aloud (tried by hand).
+        # The tasks pane shows the goal, and the task's end wakes the agent to report it.
+        return HANDED_OFF
 
     def remind(_: Stores, arguments: SetReminder) -> str:
         due = reminder_time(arguments.when, clock())
@@ -50,6 +51,7 @@ def background_tools(
             "background, so the user need not wait.",
             DelegateTask,
             delegate,
+            speaks_result=True,
         ),
         Tool(
             "set_reminder",
