@@ -16,6 +16,8 @@ os.environ["HF_HUB_OFFLINE"] = "1"
 # test that opened the agent on default settings).
 os.environ["XDG_DATA_HOME"] = tempfile.mkdtemp(prefix="brain-os-test-data-")
 
+from assistant.agent.session import open_stores
+from assistant.agent.tools import Stores
 from assistant.config import LoadedConfig, load_config
 from assistant.llm.client import LLMClient
 from assistant.llm.runtime import LLMRuntime
@@ -98,6 +100,14 @@ def embedder(fast_settings: Settings) -> OnnxSentenceEmbedder:
     """The real MiniLM embedder, loaded once."""
     paths = ProfileModels(fast_settings).embedder()
     return OnnxSentenceEmbedder(paths.model, paths.tokenizer)
+
+
+@pytest.fixture
+def stores(tmp_path: Path, embedder: OnnxSentenceEmbedder) -> Iterator[Stores]:
+    """The agent's real stores in a fresh folder (ratings off: tests that rate open their own)."""
+    opened = open_stores(tmp_path / "data", embedder, rate=False, core_memory_chars=400)
+    yield opened
+    opened.stream.close()
 
 
 @pytest.fixture(scope="session")

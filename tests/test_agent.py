@@ -5,29 +5,18 @@ from __future__ import annotations
 import json
 import threading
 import time
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
-
-import pytest
 
 from assistant.agent.agent import FALLBACK_MESSAGE, Agent, AgentConfig, instructions
 from assistant.agent.context import MESSAGE_OVERHEAD_TOKENS, ContextConfig, ContextWindow
 from assistant.agent.events import HeartbeatTick, UserText, UserUtterance
-from assistant.agent.session import open_agent, open_stores
+from assistant.agent.session import open_agent
 from assistant.agent.tools import MEMORIES_HEAD, Stores, action_schema
 from assistant.llm.client import LLMContextOverflow, LLMReplyError, LLMUnavailable
 from assistant.llm.priority import BackgroundLLM, ForegroundGate
 from assistant.settings import Settings
-from memory.embedder import OnnxSentenceEmbedder
 from tests.agent_helpers import ScriptedStream, action, say
-
-
-@pytest.fixture
-def stores(tmp_path: Path, embedder: OnnxSentenceEmbedder) -> Iterator[Stores]:
-    opened = open_stores(tmp_path / "data", embedder, rate=False, core_memory_chars=400)
-    yield opened
-    opened.stream.close()
 
 
 def make_agent(

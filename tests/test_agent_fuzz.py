@@ -5,19 +5,13 @@ from __future__ import annotations
 import json
 import random
 import string
-from collections.abc import Iterator
-from pathlib import Path
-
-import pytest
 
 from assistant.agent.actions import Action, ActionError, parse_action
 from assistant.agent.agent import FALLBACK_MESSAGE, Agent, AgentConfig, Turn, instructions
 from assistant.agent.context import ContextConfig, ContextWindow
 from assistant.agent.events import UserText
-from assistant.agent.session import open_stores
 from assistant.agent.streaming import MessageStream
 from assistant.agent.tools import Stores, by_name
-from memory.embedder import OnnxSentenceEmbedder
 from tests.agent_helpers import ScriptedStream, action, say
 
 TOOLS = by_name()
@@ -190,13 +184,6 @@ def test_the_parser_answers_every_malformed_output_with_an_error_or_an_action() 
         else:
             assert isinstance(parsed, Action) and parsed.tool in TOOLS
     assert errors >= 0.9 * len(outputs)
-
-
-@pytest.fixture
-def stores(tmp_path: Path, embedder: OnnxSentenceEmbedder) -> Iterator[Stores]:
-    opened = open_stores(tmp_path / "data", embedder, rate=False, core_memory_chars=400)
-    yield opened
-    opened.stream.close()
 
 
 def test_the_loop_survives_every_malformed_output(stores: Stores) -> None:

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -16,22 +15,13 @@ import pytest
 from assistant.agent.agent import Agent, AgentConfig, AgentLLM, Turn, instructions
 from assistant.agent.context import ContextConfig, ContextWindow
 from assistant.agent.events import Event, HeartbeatTick, MemoryChanged, UserText, UserUtterance
-from assistant.agent.session import open_stores
 from assistant.agent.tools import MEMORIES_HEAD, Stores
 from assistant.llm.client import LLMClient, LLMContextOverflow, Message
 from assistant.service.memory_desk import MemoryDesk
 from assistant.settings import Settings
-from memory.embedder import OnnxSentenceEmbedder
 from tests.agent_helpers import ScriptedStream, action, say
 
 RELEVANT = MEMORIES_HEAD
-
-
-@pytest.fixture
-def stores(tmp_path: Path, embedder: OnnxSentenceEmbedder) -> Iterator[Stores]:
-    opened = open_stores(tmp_path / "data", embedder, rate=False, core_memory_chars=400)
-    yield opened
-    opened.stream.close()
 
 
 class Recorder:

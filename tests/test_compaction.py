@@ -9,7 +9,7 @@ from __future__ import annotations
 import json
 import threading
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -36,13 +36,6 @@ from tests.agent_helpers import ScriptedStream, say
 from tests.conftest import make_settings
 
 LONG = "I spent the whole afternoon repotting the fern, the ivy and the two cactuses. " * 3
-
-
-@pytest.fixture
-def stores(tmp_path: Path, embedder: OnnxSentenceEmbedder) -> Iterator[Stores]:
-    opened = open_stores(tmp_path / "data", embedder, rate=False, core_memory_chars=400)
-    yield opened
-    opened.stream.close()
 
 
 class HeldSummaries:

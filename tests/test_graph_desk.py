@@ -3,26 +3,14 @@ and the user's changes turned into calls on the editor (real stores on LanceDB).
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from pathlib import Path
-
 import pytest
 
-from assistant.agent.session import open_stores
 from assistant.agent.tools import MemorySearch, Stores, by_name
 from assistant.service.graph_desk import GraphDesk
 from assistant.service.graph_wire import EntityOpen, EntityQuery, FactChange, FactUndo
 from assistant.service.server import MEMORY_ERRORS, _answer
-from memory.embedder import OnnxSentenceEmbedder
 from memory.graph.edit import FactEditError
 from tests.memory_helpers import store_fact
-
-
-@pytest.fixture
-def stores(tmp_path: Path, embedder: OnnxSentenceEmbedder) -> Iterator[Stores]:
-    opened = open_stores(tmp_path / "data", embedder, rate=False, core_memory_chars=400)
-    yield opened
-    opened.stream.close()
 
 
 def test_entities_are_listed_by_facts_searched_by_name_and_paged(stores: Stores) -> None:

@@ -8,8 +8,6 @@ from __future__ import annotations
 import json
 import logging
 import threading
-from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -18,7 +16,6 @@ from assistant.agent.actions import ActionError, parse_call
 from assistant.agent.agent import FALLBACK_MESSAGE, Agent, AgentConfig, AgentLLM, instructions
 from assistant.agent.context import ContextConfig, ContextWindow
 from assistant.agent.events import UserText
-from assistant.agent.session import open_stores
 from assistant.agent.streaming import ReplyStream
 from assistant.agent.tools import TOOLS, Stores, by_name, native_tools
 from assistant.llm.client import (
@@ -29,18 +26,10 @@ from assistant.llm.client import (
     TextDelta,
     ToolCallDelta,
 )
-from memory.embedder import OnnxSentenceEmbedder
 from tests.agent_helpers import ScriptedTools, action, call, say
 from tests.helpers.fake_openai import Script, scripted_endpoint
 
 TOOL_NAMES = [tool.name for tool in TOOLS]
-
-
-@pytest.fixture
-def stores(tmp_path: Path, embedder: OnnxSentenceEmbedder) -> Iterator[Stores]:
-    opened = open_stores(tmp_path / "data", embedder, rate=False, core_memory_chars=400)
-    yield opened
-    opened.stream.close()
 
 
 def make_agent(

@@ -5,33 +5,27 @@ a scripted model for control flow, then the real local server."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from pathlib import Path
-
 import pytest
 
 from assistant.agent.events import UserText
-from assistant.agent.session import open_stores
 from assistant.agent.tools import Stores
 from assistant.llm.client import LLMClient
 from assistant.service.protocol import Draft, Request
-from memory.embedder import OnnxSentenceEmbedder
 from tests.agent_helpers import ScriptedStream, agent_on, say, turn_under_way
 
 QUESTION = "Where does my sister Beatrix live?"
 
 
 @pytest.fixture
-def stores(tmp_path: Path, embedder: OnnxSentenceEmbedder) -> Iterator[Stores]:
-    opened = open_stores(tmp_path / "data", embedder, rate=False, core_memory_chars=400)
+def stores(stores: Stores) -> Stores:
+    """The shared stores, with what the questions are about."""
     for text in [
         "User: My sister Beatrix lives in Porto.",
         "User: I drive a blue Fiat.",
         "User: My dentist appointment is on Friday.",
     ]:
-        opened.stream.add(text, importance=6)
-    yield opened
-    opened.stream.close()
+        stores.stream.add(text, importance=6)
+    return stores
 
 
 def test_a_prepared_message_sent_unchanged_sends_the_prompt_read_ahead(stores: Stores) -> None:

@@ -4,9 +4,7 @@ holding that step to the tool."""
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -15,11 +13,9 @@ from assistant.agent.agent import Agent, AgentConfig, instructions
 from assistant.agent.context import ContextConfig, ContextWindow
 from assistant.agent.events import HeartbeatTick, UserText, UserUtterance
 from assistant.agent.routing import asks_about_their_life, first_tool, is_question
-from assistant.agent.session import open_stores
 from assistant.agent.tools import TOOLS, Stores, Tool
 from assistant.tasks.agent_tools import SetReminder
 from assistant.tasks.reminders import spoken_time
-from memory.embedder import OnnxSentenceEmbedder
 from tests.agent_helpers import ScriptedStream, action, say
 from tests.test_agent import tools_allowed
 
@@ -57,13 +53,6 @@ def test_anything_else_is_left_to_the_model(message: str) -> None:
 
 def test_no_routing_to_a_tool_the_agent_lacks() -> None:
     assert first_tool("Remind me to call Ana.", {"send_message"}) is None
-
-
-@pytest.fixture
-def stores(tmp_path: Path, embedder: OnnxSentenceEmbedder) -> Iterator[Stores]:
-    opened = open_stores(tmp_path / "data", embedder, rate=False, core_memory_chars=400)
-    yield opened
-    opened.stream.close()
 
 
 def agent_with_reminders(

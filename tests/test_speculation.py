@@ -7,28 +7,24 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Iterator
-from pathlib import Path
 
 import pytest
 
 from assistant.agent.events import UserUtterance
-from assistant.agent.session import open_stores
 from assistant.agent.speculation import Request, Speculation
 from assistant.agent.tools import Stores
 from assistant.llm.client import LLMClient, LLMUnavailable, StreamDelta, TextDelta
-from memory.embedder import OnnxSentenceEmbedder
 from tests.agent_helpers import ScriptedStream, agent_on, say, turn_under_way
 
 QUESTION = "Where does my sister Beatrix live?"
 
 
 @pytest.fixture
-def stores(tmp_path: Path, embedder: OnnxSentenceEmbedder) -> Iterator[Stores]:
-    opened = open_stores(tmp_path / "data", embedder, rate=False, core_memory_chars=400)
+def stores(stores: Stores) -> Stores:
+    """The shared stores, with what the questions are about."""
     for text in ["User: My sister Beatrix lives in Porto.", "User: I drive a blue Fiat."]:
-        opened.stream.add(text, importance=6)
-    yield opened
-    opened.stream.close()
+        stores.stream.add(text, importance=6)
+    return stores
 
 
 def heard(text: str) -> UserUtterance:

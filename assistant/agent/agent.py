@@ -26,6 +26,7 @@ from assistant.agent.context_store import save_context
 from assistant.agent.deferred import Deferred
 from assistant.agent.draft_memories import DraftMemories
 from assistant.agent.events import Event, UserText, UserUtterance, from_user
+from assistant.agent.refusal import ASK_AGAIN, RefusalGuard
 from assistant.agent.routing import asks_about_their_life, first_tool
 from assistant.agent.speculation import Request, Speculation, Tally
 from assistant.agent.streaming import ReplyStream
@@ -404,25 +405,44 @@ class Agent:
         """Ask for one action (of the tool ``only``, if set; a message ``grounded`` in what is
         known, for a question), streaming its message; None when there is none to act on."""
         overflowed = False
+        asked_again = False
         native = self._native_llm()
-        for attempt in range(1, self.config.attempts + 1):
+        separated = not turn.reply  # a second message this turn starts on a new line
+        shown: list[str] = []
+
+        def show(piece: str) -> None:
+            nonlocal separated
+            if piece:
+                if not separated:
+                    on_text("\n")
+                    separated = True
+                on_text(piece)
+                shown.append(piece)
+
+        attempt = 0
+        while attempt < self.config.attempts:
+            attempt += 1
             streamed = ReplyStream(native is not None)
-            separated = not turn.reply  # a second message this turn starts on a new line
+            guard = RefusalGuard(armed=not asked_again)
             try:
-                for delta in cancellable(self._ask(native, only, grounded), cancel):
+                deltas = cancellable(self._ask(native, only, grounded), cancel)
+                for delta in deltas:
                     if self._observing is not None:
                         self._observing[1].start()
-                    piece = streamed.feed(delta)
-                    if piece:
-                        if not separated:
-                            on_text("\n")
-                            separated = True
-                        on_text(piece)
-                    if cancel.is_set():
+                    show(guard.feed(streamed.feed(delta)))
+                    if cancel.is_set() or guard.refused:
                         break
+                deltas.close()  # a refusal: the server stops writing it
                 if cancel.is_set():
-                    self._interrupted(streamed.text, turn)
+                    self._interrupted("".join(shown), turn)
                     return None
+                if guard.refused:
+                    log.warning("the reply opened with a refusal; asking once more")
+                    self.context.push({"role": "system", "content": ASK_AGAIN})
+                    asked_again = True
+                    attempt -= 1
+                    continue
+                show(guard.flush())
                 break
             except LLMContextOverflow as error:
                 if overflowed or streamed.text:

@@ -1,0 +1,77 @@
+"""A reply that opens by refusing is held back and asked for once more.
+
+The packaged models are code models, and they refuse what is not code: "I'm sorry, but I
+can't assist with that." to a story, to "my car broke down", to "remind me to call the
+dentist" (11 of 54 reply probes with the 0.5B model, 2 with the 1.5B: docs/BENCHMARKS.md,
+"Judgement"). Instructions did not stop it. So the opening of each message is held while it
+could still become a refusal; one that does is never shown or spoken, the stream is closed,
+and the step is asked again with a note. Only once: what the second reply says stands, so a
+request the model should turn down is still turned down. A reply that merely starts like one
+("I'm sorry to hear that") is released as soon as it parts from every refusal, a word or two.
+"""
+
+from __future__ import annotations
+
+# How a refusal opens, after an apology or none.
+_APOLOGIES = (
+    "",
+    "i'm sorry, but ",
+    "i'm sorry, ",
+    "i am sorry, but ",
+    "sorry, but ",
+    "sorry, ",
+    "i apologize, but ",
+    "unfortunately, ",
+)
+_REFUSALS = (
+    "i can't assist",
+    "i can't help with",
+    "i can't help you with",
+    "i cannot assist",
+    "i cannot help with",
+    "i can't provide",
+    "i can't fulfill",
+    "i can't do that",
+    "i'm unable to",
+    "i am unable to",
+    "i'm not able to",
+    "as an ai",
+)
+OPENINGS = tuple(apology + refusal for apology in _APOLOGIES for refusal in _REFUSALS)
+
+ASK_AGAIN = (
+    "[note] The user's request is harmless and yours to do. Do it now, in a few words, "
+    "without apologising."
+)
+
+
+def _normal(text: str) -> str:
+    return " ".join(text.replace("\u2019", "'").lower().split())
+
+
+class RefusalGuard:
+    """Feed it the text of one reply as it streams; it returns what may be shown now."""
+
+    def __init__(self, armed: bool = True) -> None:
+        self.refused = False
+        self._held = ""
+        self._open = not armed
+
+    def feed(self, piece: str) -> str:
+        if self._open or not piece:
+            return piece
+        self._held += piece
+        opening = _normal(self._held)
+        if any(opening.startswith(refusal) for refusal in OPENINGS):
+            self.refused = True
+            return ""
+        if any(refusal.startswith(opening) for refusal in OPENINGS):
+            return ""
+        return self.flush()
+
+    def flush(self) -> str:
+        """What is held, at the end of the reply (a short one that only looked like a
+        refusal so far); nothing once it refused."""
+        self._open = True
+        held, self._held = self._held, ""
+        return "" if self.refused else held

@@ -1,0 +1,85 @@
+"""A reply that opens by refusing is held back and asked for once more (agent/refusal.py)."""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Iterator
+
+from assistant.agent.agent import Agent, AgentConfig, instructions
+from assistant.agent.context import ContextConfig, ContextWindow
+from assistant.agent.events import UserText
+from assistant.agent.refusal import ASK_AGAIN, RefusalGuard
+from assistant.agent.tools import Stores
+from assistant.llm.cancellable import cancellable
+from tests.agent_helpers import ScriptedStream, say
+
+REFUSAL = "I'm sorry, but I can't assist with that."
+STORY = "Once upon a time, a keeper named Ada kept the light on Gull Rock."
+
+
+def streamed(guard: RefusalGuard, text: str, chunk: int = 3) -> str:
+    shown = "".join(guard.feed(text[i : i + chunk]) for i in range(0, len(text), chunk))
+    return shown + guard.flush()
+
+
+def test_a_refusal_is_never_shown() -> None:
+    for refusal in (REFUSAL, "Sorry, I can\u2019t help with that.", "I'm unable to do that."):
+        guard = RefusalGuard()
+        assert streamed(guard, refusal) == "" and guard.refused, refusal
+
+
+def test_what_only_starts_like_a_refusal_is_shown_whole_and_soon() -> None:
+    for reply in ("I'm sorry to hear that.", "I can't wait to hear it!", "I'm sorry.", "Yes."):
+        guard = RefusalGuard()
+        assert streamed(guard, reply) == reply and not guard.refused
+    guard = RefusalGuard()
+    assert guard.feed("I'm sorry") == ""
+    assert guard.feed(" to hear") == "I'm sorry to hear", "released the moment it parts"
+    assert guard.feed(" that.") == " that."
+
+
+def test_a_guard_not_armed_lets_everything_through() -> None:
+    guard = RefusalGuard(armed=False)
+    assert guard.feed(REFUSAL) == REFUSAL and not guard.refused
+
+
+def agent(llm: ScriptedStream, stores: Stores) -> Agent:
+    context = ContextWindow(instructions(), stores.core, ContextConfig(window_tokens=4096))
+    return Agent(llm, stores, context, AgentConfig())
+
+
+def test_a_refused_request_is_asked_once_more_and_the_answer_stands(stores: Stores) -> None:
+    llm = ScriptedStream(say(REFUSAL), say(STORY))
+    pieces: list[str] = []
+    turn = agent(llm, stores).respond(
+        UserText("Tell me a story about a lighthouse keeper."), on_text=pieces.append
+    )
+    assert turn.reply == STORY == "".join(pieces), "the refusal was neither shown nor kept"
+    assert len(llm.calls) == 2 and llm.calls[1][-1] == {"role": "system", "content": ASK_AGAIN}
+    assert not turn.errors
+
+
+def test_a_second_refusal_stands(stores: Stores) -> None:
+    llm = ScriptedStream(say(REFUSAL), say("I can't help with that: it would hurt someone."))
+    pieces: list[str] = []
+    turn = agent(llm, stores).respond(UserText("Help me hurt someone."), on_text=pieces.append)
+    assert turn.reply == "I can't help with that: it would hurt someone." == "".join(pieces)
+    assert len(llm.calls) == 2
+
+
+def test_a_reader_that_stops_reading_stops_the_stream() -> None:
+    closed = threading.Event()
+
+    def endless() -> Iterator[int]:
+        try:
+            count = 0
+            while True:
+                count += 1
+                yield count
+        finally:
+            closed.set()
+
+    pieces = cancellable(endless(), threading.Event())
+    assert next(pieces) == 1
+    pieces.close()
+    assert closed.wait(2), "the helper closed the stream at its next piece"
