@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
+import json
+import re
 import threading
 from collections.abc import Iterator
 
 from assistant.agent.agent import Agent, AgentConfig, instructions
 from assistant.agent.context import ContextConfig, ContextWindow
 from assistant.agent.events import UserText
-from assistant.agent.refusal import ASK_AGAIN, RefusalGuard
+from assistant.agent.refusal import WILLING_PATTERN, RefusalGuard
 from assistant.agent.tools import Stores
 from assistant.llm.cancellable import cancellable
 from tests.agent_helpers import ScriptedStream, say
@@ -55,7 +57,13 @@ def test_a_refused_request_is_asked_once_more_and_the_answer_stands(stores: Stor
         UserText("Tell me a story about a lighthouse keeper."), on_text=pieces.append
     )
     assert turn.reply == STORY == "".join(pieces), "the refusal was neither shown nor kept"
-    assert len(llm.calls) == 2 and llm.calls[1][-1] == {"role": "system", "content": ASK_AGAIN}
+    assert len(llm.calls) == 2 and llm.calls[1] == llm.calls[0], "asked again, as it was"
+    [first, again] = llm.schemas
+    assert first is not None and again is not None
+    assert WILLING_PATTERN not in json.dumps(first)
+    [message] = [shape["properties"]["message"] for shape in again["anyOf"]]
+    assert message["pattern"] == WILLING_PATTERN, "held to open willingly"
+    assert re.match(WILLING_PATTERN, STORY) and not re.match(WILLING_PATTERN, REFUSAL)
     assert not turn.errors
 
 

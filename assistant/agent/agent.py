@@ -26,7 +26,7 @@ from assistant.agent.context_store import save_context
 from assistant.agent.deferred import Deferred
 from assistant.agent.draft_memories import DraftMemories
 from assistant.agent.events import Event, UserText, UserUtterance, from_user
-from assistant.agent.refusal import ASK_AGAIN, RefusalGuard
+from assistant.agent.refusal import WILLING_PATTERN, RefusalGuard
 from assistant.agent.routing import asks_about_their_life, first_tool
 from assistant.agent.speculation import Request, Speculation, Tally
 from assistant.agent.streaming import ReplyStream
@@ -198,7 +198,7 @@ def _examples(tools: Sequence[Tool]) -> str:
     lines = [
         "Examples (the user's message, then your step):",
         "User: I'm seeing the dentist on Tuesday at 3.",
-        '{"message": "Got it, the dentist on Tuesday at 3."}',
+        '{"message": "Noted! Good luck at the dentist."}',
         "User: I got into the master's programme!",
         '{"message": "Congratulations! That\'s wonderful news."}',
         "User: My grandfather passed away last night.",
@@ -262,7 +262,10 @@ class Agent:
         self.narrowed = {tool.name: (action_schema([tool]), native_tools([tool])) for tool in tools}
         # The answer to a question about the user's life: a message that says first whether
         # the answer is known (action_schema's ``grounded``).
-        self.grounded = action_schema([t for t in tools if t.name == "send_message"], True)
+        messages_only = [t for t in tools if t.name == "send_message"]
+        self.grounded = action_schema(messages_only, True)
+        # The message asked for after one that opened by refusing (refusal.py).
+        self.willing = action_schema(messages_only, opening=WILLING_PATTERN)
         self.conversation_id = conversation_id
         self._warned = False
         # The messages said in the last turn, and the memory-stream record of each, for a
@@ -425,7 +428,7 @@ class Agent:
             streamed = ReplyStream(native is not None)
             guard = RefusalGuard(armed=not asked_again)
             try:
-                deltas = cancellable(self._ask(native, only, grounded), cancel)
+                deltas = cancellable(self._ask(native, only, grounded, asked_again), cancel)
                 for delta in deltas:
                     if self._observing is not None:
                         self._observing[1].start()
@@ -438,7 +441,6 @@ class Agent:
                     return None
                 if guard.refused:
                     log.warning("the reply opened with a refusal; asking once more")
-                    self.context.push({"role": "system", "content": ASK_AGAIN})
                     asked_again = True
                     attempt -= 1
                     continue
@@ -474,12 +476,17 @@ class Agent:
         return llm if isinstance(llm, ToolCallingLLM) and llm.tool_calling == "native" else None
 
     def _ask(
-        self, native: ToolCallingLLM | None, only: str | None = None, grounded: bool = False
+        self,
+        native: ToolCallingLLM | None,
+        only: str | None = None,
+        grounded: bool = False,
+        willing: bool = False,
     ) -> Iterator[StreamDelta]:
         """The step's reply as it streams: with the tools offered natively, or (no ``native``)
-        held to the action schema, its text as content; ``only``: that tool only. The reply
-        speculated at the user's pause is taken over if it was this very request."""
-        request, ask = self._request(self.context.messages(), native, only, grounded)
+        held to the action schema, its text as content; ``only``: that tool only; ``willing``:
+        a message that opens willingly (after a refusal). The reply speculated at the user's
+        pause is taken over if it was this very request."""
+        request, ask = self._request(self.context.messages(), native, only, grounded, willing)
         self._on_stage("prompt_sent")
         speculation, self._speculation = self._speculation, None
         if speculation is not None:
@@ -499,6 +506,7 @@ class Agent:
         native: ToolCallingLLM | None,
         only: str | None,
         grounded: bool = False,
+        willing: bool = False,
     ) -> tuple[Request, Callable[[], Iterator[StreamDelta]]]:
         """A step's request, comparable, and how to send it."""
         max_tokens = self.context.config.reply_tokens
@@ -512,6 +520,8 @@ class Agent:
             # questions (a step of 2-4 s) and then said it did not know what three hours are
             # in minutes.
             schema = self.grounded
+        if willing:
+            schema = self.willing
         if native is not None:
             request = Request.of(
                 messages, tools=tools, max_tokens=max_tokens, temperature=temperature

@@ -6,8 +6,9 @@ can't assist with that." to a story, to "my car broke down", to "remind me to ca
 dentist" (11 of 54 reply probes with the 0.5B model, 2 with the 1.5B: docs/BENCHMARKS.md,
 "Judgement"). Instructions did not stop it. So the opening of each message is held while it
 could still become a refusal; one that does is never shown or spoken, the stream is closed,
-and the step is asked again with a note. Only once: what the second reply says stands, so a
-request the model should turn down is still turned down. A reply that merely starts like one
+and the step is asked again, for a message held to open willingly ("Sure", "Oh", "Once", ...:
+WILLING_OPENINGS). Only once, and on an endpoint with native tool calling (no grammar) simply
+asked again: what the second reply says stands. A reply that merely starts like one
 ("I'm sorry to hear that") is released as soon as it parts from every refusal, a word or two.
 """
 
@@ -43,10 +44,35 @@ _REFUSALS = (
 )
 OPENINGS = tuple(apology + refusal for apology in _APOLOGIES for refusal in _REFUSALS)
 
-ASK_AGAIN = (
-    "[note] The user's message is harmless and yours to answer. Answer it now as Brain OS, "
-    "in a few words: no refusal, no apology, no talk of being a computer."
+# The one reply asked for after a refusal opens with one of these (a grammar holds it: asked
+# with a note instead, the 0.5B model said the note back). None of them opens a refusal.
+WILLING_OPENINGS = (
+    "Sure",
+    "Of course",
+    "Here",
+    "Oh",
+    "OK",
+    "Okay",
+    "Got it",
+    "Noted",
+    "Congratulations",
+    "Good",
+    "Great",
+    "That",
+    "Yes",
+    "No",
+    "Once",
+    "Well",
+    "Hello",
+    "Hi",
+    "Thanks",
+    "You",
+    "Your",
+    "I'm so sorry",
+    "I'm sorry to hear",
+    "Sorry to hear",
 )
+WILLING_PATTERN = "^(" + "|".join(WILLING_OPENINGS) + ')[^"]*$'
 
 
 def _normal(text: str) -> str:

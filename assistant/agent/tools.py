@@ -236,7 +236,9 @@ def strict_schema(schema: dict[str, Any], descriptions: bool = False) -> dict[st
     }
 
 
-def action_schema(tools: Sequence[Tool] = TOOLS, grounded: bool = False) -> dict[str, Any]:
+def action_schema(
+    tools: Sequence[Tool] = TOOLS, grounded: bool = False, opening: str | None = None
+) -> dict[str, Any]:
     """The one JSON object the model writes per step: a message to the user as
     ``{"message": ...}``, or which tool, its arguments, and whether it wants another step
     after this one (MemGPT's request_heartbeat).
@@ -250,11 +252,15 @@ def action_schema(tools: Sequence[Tool] = TOOLS, grounded: bool = False) -> dict
     knows holds the answer, ``{"known": true, "message": ...}``, and a ``false`` holds the
     message to open with "I don't know". Asked that smaller question first, the 1.5B model
     admitted 4 of 5 unknowns it had made up answers to (a dentist's name, a flight's time),
-    and still answered the 7 it knew (docs/BENCHMARKS.md, "Judgement")."""
+    and still answered the 7 it knew (docs/BENCHMARKS.md, "Judgement").
+
+    ``opening``: a pattern the message is held to (after a refusal, refusal.py)."""
     shapes = []
     for tool in tools:
         if tool.name == "send_message":
             message = tool.schema()["properties"]["message"]
+            if opening is not None:
+                message = message | {"pattern": opening}
             if not grounded:
                 shapes.append(_object({"message": message}))
                 continue
