@@ -1,4 +1,5 @@
-"""A reply that opens by refusing is held back and asked for once more (agent/refusal.py)."""
+"""A reply that opens by refusing is held back and asked for once more (agent/refusal.py); one
+that goes round in a loop is stopped (agent/loops.py)."""
 
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ from collections.abc import Iterator
 from assistant.agent.agent import Agent, AgentConfig, instructions
 from assistant.agent.context import ContextConfig, ContextWindow
 from assistant.agent.events import UserText
+from assistant.agent.loops import LoopStop
 from assistant.agent.refusal import WILLING_PATTERN, RefusalGuard
 from assistant.agent.tools import Stores
 from assistant.llm.cancellable import cancellable
@@ -91,3 +93,22 @@ def test_a_reader_that_stops_reading_stops_the_stream() -> None:
     assert next(pieces) == 1
     pieces.close()
     assert closed.wait(2), "the helper closed the stream at its next piece"
+
+
+def test_a_sentence_said_a_third_time_is_a_loop() -> None:
+    loop = LoopStop()
+    assert not loop.feed("So sorry. Truly. So sorry. ")
+    assert not loop.feed("Truly. ")
+    assert loop.feed("so  sorry. ")
+
+
+def test_a_message_going_round_is_stopped_and_what_was_said_kept(stores: Stores) -> None:
+    looping = '{"message": "Welcome, Marta. ' + "I'm so sorry for Luis. " * 40
+    llm = ScriptedStream(looping, chunk=5)
+    pieces: list[str] = []
+    turn = agent(llm, stores).respond(UserText("Hi, I'm Marta."), on_text=pieces.append)
+    said = "Welcome, Marta. " + "I'm so sorry for Luis. " * 3
+    shown = "".join(pieces).strip()
+    assert shown == turn.reply and shown.startswith(said.strip()), "the third copy was said"
+    assert len(shown) < len(said) + 5, "stopped there (within one piece of the stream)"
+    assert len(llm.calls) == 1 and not turn.errors

@@ -15,7 +15,7 @@ from assistant.agent.events import HeartbeatTick, UserText, UserUtterance
 from assistant.agent.routing import asks_about_their_life, first_tool, is_question
 from assistant.agent.tools import TOOLS, Stores, Tool
 from assistant.tasks.agent_tools import SetReminder
-from assistant.tasks.reminders import spoken_time
+from assistant.tasks.reminders import addressed_to_the_user, spoken_time
 from tests.agent_helpers import ScriptedStream, action, say
 from tests.test_agent import tools_allowed
 
@@ -177,6 +177,13 @@ NOW = datetime(2026, 11, 26, 10, 0, tzinfo=UTC)
 )
 def test_the_time_of_a_reminder_as_said_to_the_user(due: datetime, said: str) -> None:
     assert spoken_time(due, NOW) == said
+
+
+def test_a_reminder_is_turned_to_the_user() -> None:
+    assert addressed_to_the_user("take my pills") == "take your pills"
+    assert addressed_to_the_user("tell Mum I love her") == "tell Mum you love her"
+    assert addressed_to_the_user("call Amy about mine") == "call Amy about yours"
+    assert addressed_to_the_user("email Tim") == "email Tim", "nothing to turn"
 
 
 def test_a_reminder_set_is_confirmed_in_the_tools_own_words(stores: Stores) -> None:

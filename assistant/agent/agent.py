@@ -26,6 +26,7 @@ from assistant.agent.context_store import save_context
 from assistant.agent.deferred import Deferred
 from assistant.agent.draft_memories import DraftMemories
 from assistant.agent.events import Event, UserText, UserUtterance, from_user
+from assistant.agent.loops import LoopStop
 from assistant.agent.refusal import WILLING_PATTERN, RefusalGuard
 from assistant.agent.routing import asks_about_their_life, first_tool
 from assistant.agent.speculation import Request, Speculation, Tally
@@ -412,6 +413,7 @@ class Agent:
         native = self._native_llm()
         separated = not turn.reply  # a second message this turn starts on a new line
         shown: list[str] = []
+        loop = LoopStop()
 
         def show(piece: str) -> None:
             nonlocal separated
@@ -421,6 +423,7 @@ class Agent:
                     separated = True
                 on_text(piece)
                 shown.append(piece)
+                loop.feed(piece)
 
         attempt = 0
         while attempt < self.config.attempts:
@@ -433,9 +436,13 @@ class Agent:
                     if self._observing is not None:
                         self._observing[1].start()
                     show(guard.feed(streamed.feed(delta)))
-                    if cancel.is_set() or guard.refused:
+                    if cancel.is_set() or guard.refused or loop.looping:
                         break
-                deltas.close()  # a refusal: the server stops writing it
+                deltas.close()  # a refusal or a loop: the server stops writing it
+                if loop.looping:
+                    log.warning(
+                        "the message went round in a loop; stopped after %d pieces", len(shown)
+                    )
                 if cancel.is_set():
                     self._interrupted("".join(shown), turn)
                     return None

@@ -19,6 +19,8 @@ _APOLOGIES = (
     "",
     "i'm sorry, but ",
     "i'm sorry, ",
+    "i'm so sorry, but ",
+    "i'm so sorry, ",
     "i am sorry, but ",
     "sorry, but ",
     "sorry, ",

@@ -9,7 +9,12 @@ from pydantic import Field
 
 from assistant.agent.tools import Arguments, Stores, Tool
 from assistant.tasks.manager import TaskManager
-from assistant.tasks.reminders import ReminderStore, reminder_time, spoken_time
+from assistant.tasks.reminders import (
+    ReminderStore,
+    addressed_to_the_user,
+    reminder_time,
+    spoken_time,
+)
 
 HANDED_OFF = "I'll work on that in the background and tell you when it's done."
 
@@ -40,7 +45,7 @@ def background_tools(
 
     def remind(_: Stores, arguments: SetReminder) -> str:
         due = reminder_time(arguments.when, clock())
-        reminder = reminders.add(arguments.text, due, source="agent")
+        reminder = reminders.add(addressed_to_the_user(arguments.text), due, source="agent")
         reminder_added()
         return f"I'll remind you {spoken_time(due, clock())}: {reminder.text}"
 

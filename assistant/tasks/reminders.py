@@ -85,6 +85,16 @@ def spoken_time(due: datetime, now: datetime) -> str:
     return f"on {due.day} {due:%B} at {clock}"
 
 
+_TO_YOU = {"i": "you", "me": "you", "my": "your", "mine": "yours", "myself": "yourself"}
+_FIRST_PERSON = re.compile(r"\b(" + "|".join(_TO_YOU) + r")\b", re.IGNORECASE)
+
+
+def addressed_to_the_user(text: str) -> str:
+    """The user's own words turned to them: "take my pills" -> "take your pills" (a reminder
+    is said back and read when it fires; the model copies the user's "my" into it)."""
+    return _FIRST_PERSON.sub(lambda found: _TO_YOU[found.group(1).lower()], text)
+
+
 def reminder_time(when: str, now: datetime) -> datetime:
     """When a reminder said as "in 10 minutes", "tomorrow at 9", "in 3 seconds" or an ISO time
     is due (``now`` is timezone-aware; the result is in its zone)."""
