@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from assistant.agent.agent import Agent, AgentConfig, instructions
+from assistant.agent.agent import ACKNOWLEDGED, Agent, AgentConfig, instructions
 from assistant.agent.context import ContextConfig, ContextWindow
 from assistant.agent.events import HeartbeatTick, UserText, UserUtterance
 from assistant.agent.routing import asks_about_their_life, first_tool, is_question
@@ -17,7 +17,7 @@ from assistant.agent.tools import TOOLS, Stores, Tool
 from assistant.tasks.agent_tools import SetReminder
 from assistant.tasks.reminders import addressed_to_the_user, spoken_time
 from tests.agent_helpers import ScriptedStream, action, say
-from tests.test_agent import tools_allowed
+from tests.test_agent import recalled, tools_allowed
 
 TOOL_NAMES = {"send_message", "memory_search", "set_reminder"}
 
@@ -205,5 +205,26 @@ def test_a_reminder_set_is_confirmed_in_the_tools_own_words(stores: Stores) -> N
         UserText("Remind me to call the dentist tomorrow at 9."), on_text=pieces.append
     )
     assert len(llm.calls) == 1
-    assert "".join(pieces) == turn.reply == confirm
+    assert pieces[0] == ACKNOWLEDGED, "said before the model writes the tool's action"
+    assert "".join(pieces) == turn.reply == f"{ACKNOWLEDGED} {confirm}"
     assert [s.tool for s in turn.steps] == ["set_reminder", "send_message"]
+    assert recalled(stores)[-1] == ("assistant", f"{ACKNOWLEDGED} {confirm}"), "one message"
+
+
+def test_what_was_said_ahead_of_a_failed_tool_step_is_kept(stores: Stores) -> None:
+    llm = ScriptedStream(
+        action("set_reminder", text="call", when="whenever suits"), say("When should it be?")
+    )
+
+    def remind(_: Stores, arguments: SetReminder) -> str:
+        raise ValueError(f"cannot read the time {arguments.when!r}")
+
+    tools = (*TOOLS, Tool("set_reminder", "Remind.", SetReminder, remind, speaks_result=True))
+    context = ContextWindow(instructions(tools), stores.core, ContextConfig(window_tokens=4096))
+    agent = Agent(llm, stores, context, AgentConfig(), tools=tools)
+    pieces: list[str] = []
+    turn = agent.respond(UserText("Remind me to call Tom."), on_text=pieces.append)
+    assert turn.steps[0].failed
+    assert "".join(pieces) == f"{ACKNOWLEDGED}\nWhen should it be?" == turn.reply
+    said = [("assistant", ACKNOWLEDGED), ("assistant", "When should it be?")]
+    assert recalled(stores)[-2:] == said

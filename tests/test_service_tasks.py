@@ -15,6 +15,7 @@ from typing import Any
 import pytest
 from textual.widgets import Static
 
+from assistant.agent.agent import ACKNOWLEDGED
 from assistant.config import LoadedConfig
 from assistant.service.client import ServiceClient
 from assistant.service.memory_wire import Failed
@@ -149,7 +150,7 @@ async def test_a_reminder_set_by_the_agent_fires_on_time_and_is_shown(
     end = (await until(client, lambda u: isinstance(u, ReplyEnd)))[-1]
     # The confirmation is the tool's own: no model step after a reminder is set.
     assert isinstance(end, ReplyEnd)
-    assert end.text == "I'll remind you in 3 seconds: stretch your legs"
+    assert end.text == f"{ACKNOWLEDGED} I'll remind you in 3 seconds: stretch your legs"
     said_at = time.monotonic()
     fired = (await until(client, lambda u: isinstance(u, ReminderFired), timeout=15))[-1]
     assert isinstance(fired, ReminderFired) and fired.text == "stretch your legs"
