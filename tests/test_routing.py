@@ -51,6 +51,34 @@ def test_anything_else_is_left_to_the_model(message: str) -> None:
     assert first_tool(message, TOOL_NAMES) is None
 
 
+@pytest.mark.parametrize(
+    "message",
+    [
+        "Tell me a short story about a lighthouse keeper.",
+        "Write me a haiku about autumn rain.",
+        "Can you tell me a joke?",
+        "tell us another funny story",
+        "Please write a limerick about my cat.",
+        "Give me a fun fact.",
+    ],
+)
+def test_a_story_a_poem_or_a_joke_is_told_at_once(message: str) -> None:
+    assert first_tool(message, TOOL_NAMES) == "send_message"
+
+
+@pytest.mark.parametrize(
+    "message",
+    [
+        "Write a note of everything I said about Ana and save it.",
+        "Tell me what Ana said about the trip.",
+        "My son told me a joke yesterday.",
+        "Find the story I told you about the lighthouse.",
+    ],
+)
+def test_other_asks_to_tell_or_write_are_left_to_the_model(message: str) -> None:
+    assert first_tool(message, TOOL_NAMES) is None
+
+
 def test_no_routing_to_a_tool_the_agent_lacks() -> None:
     assert first_tool("Remind me to call Ana.", {"send_message"}) is None
 
