@@ -171,6 +171,9 @@ def test_reminder_times_are_read_from_words() -> None:
     assert reminder_time("tomorrow at 9", NOW) == datetime(2026, 11, 23, 9, 0, tzinfo=UTC)
     assert reminder_time("tomorrow", NOW) == datetime(2026, 11, 23, 9, 0, tzinfo=UTC)
     assert reminder_time("2026-12-24T18:00", NOW) == datetime(2026, 12, 24, 18, 0, tzinfo=UTC)
+    # A bare clock time (the model's `when` is often just that): its next occurrence.
+    assert reminder_time(f"{NOW.hour + 1}:30", NOW) == NOW.replace(hour=NOW.hour + 1, minute=30)
+    assert reminder_time("7pm", NOW) == NOW.replace(hour=19, minute=0)
     with pytest.raises(ReminderError, match="could not tell when"):
         reminder_time("when the cows come home", NOW)
 

@@ -95,6 +95,9 @@ def addressed_to_the_user(text: str) -> str:
     return _FIRST_PERSON.sub(lambda found: _TO_YOU[found.group(1).lower()], text)
 
 
+_BARE_CLOCK = re.compile(r"^\d{1,2}(?::\d{2})?\s*(?:am|pm|a\.m\.|p\.m\.)?$", re.IGNORECASE)
+
+
 def reminder_time(when: str, now: datetime) -> datetime:
     """When a reminder said as "in 10 minutes", "tomorrow at 9", "in 3 seconds" or an ISO time
     is due (``now`` is timezone-aware; the result is in its zone)."""
@@ -110,6 +113,8 @@ def reminder_time(when: str, now: datetime) -> datetime:
     else:
         return moment if moment.tzinfo is not None else moment.replace(tzinfo=now.tzinfo)
     resolved = resolve_event_time(text, now)
+    if resolved is None and _BARE_CLOCK.match(text):  # "19:00", "7pm": the next such time
+        resolved = resolve_event_time(f"at {text}", now)
     if resolved is None:
         raise ReminderError(
             f"could not tell when {when!r} is; say e.g. 'in 10 minutes', 'tomorrow at 9' or "
