@@ -47,7 +47,9 @@ _REFUSALS = (
 OPENINGS = tuple(apology + refusal for apology in _APOLOGIES for refusal in _REFUSALS)
 
 # The one reply asked for after a refusal opens with one of these (a grammar holds it: asked
-# with a note instead, the 0.5B model said the note back). None of them opens a refusal.
+# with a note instead, the 0.5B model said the note back). None of them opens a refusal, and
+# none is an apology: allowed "I'm sorry to hear", the 1.5B model answered "How are you
+# today?" with "I'm sorry to hear about that." (sympathy still opens with "Oh").
 WILLING_OPENINGS = (
     "Sure",
     "Of course",
@@ -70,9 +72,6 @@ WILLING_OPENINGS = (
     "Thanks",
     "You",
     "Your",
-    "I'm so sorry",
-    "I'm sorry to hear",
-    "Sorry to hear",
 )
 WILLING_PATTERN = "^(" + "|".join(WILLING_OPENINGS) + ')[^"]*$'
 
