@@ -129,14 +129,21 @@ async def test_a_delegated_task_runs_and_the_agent_tells_the_user(
     assert "not running" in out.getvalue() and RESULT in out.getvalue()
 
 
+async def replied(client: ServiceClient, text: str) -> ReplyEnd:
+    """The end of the reply to ``text``, said to the service."""
+    await client.send(Say(text=text, ref="said"))
+    end = (await until(client, lambda u: isinstance(u, ReplyEnd)))[-1]
+    assert isinstance(end, ReplyEnd)
+    return end
+
+
 async def test_the_agent_hands_a_task_off_and_says_so_in_its_own_words(
     loaded: LoadedConfig,
 ) -> None:
     client = await ServiceClient.connect(loaded, "tui", start=False)
-    await client.send(Say(text="Find out where Ana lives, in the background.", ref="b"))
-    end = (await until(client, lambda u: isinstance(u, ReplyEnd)))[-1]
+    end = await replied(client, "Find out where Ana lives, in the background.")
     # No model step after the hand-off: the tool's confirmation is the reply.
-    assert isinstance(end, ReplyEnd) and end.text == HANDED_OFF
+    assert end.text == HANDED_OFF
     told = (await until(client, lambda u: isinstance(u, ReplyEnd) and RESULT in u.text))[-1]
     assert isinstance(told, ReplyEnd) and told.text == f"Your task is done: {RESULT}"
     await client.close()
@@ -146,10 +153,8 @@ async def test_a_reminder_set_by_the_agent_fires_on_time_and_is_shown(
     loaded: LoadedConfig,
 ) -> None:
     client = await ServiceClient.connect(loaded, "tui", start=False)
-    await client.send(Say(text="Remind me to stretch my legs in 3 seconds.", ref="r"))
-    end = (await until(client, lambda u: isinstance(u, ReplyEnd)))[-1]
+    end = await replied(client, "Remind me to stretch my legs in 3 seconds.")
     # The confirmation is the tool's own: no model step after a reminder is set.
-    assert isinstance(end, ReplyEnd)
     assert end.text == f"{ACKNOWLEDGED} I'll remind you in 3 seconds: stretch your legs"
     said_at = time.monotonic()
     fired = (await until(client, lambda u: isinstance(u, ReminderFired), timeout=15))[-1]

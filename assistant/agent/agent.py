@@ -354,7 +354,7 @@ class Agent:
         answer_now = False
         for step in range(self.config.max_steps):
             if step and ahead:  # the routed step did not end the turn: what was said stands
-                self._run(Action("send_message", SendMessage(message=ahead), False), turn)
+                self._keep_said(ahead, turn)
                 ahead = ""
             if self._manage_pressure():
                 turn.flushed = True
@@ -365,7 +365,7 @@ class Agent:
             only = None
             if outcome is None:  # the LLM failed, or the user interrupted
                 if ahead:  # it was said (the routed step itself streams nothing)
-                    self._run(Action("send_message", SendMessage(message=ahead), False), turn)
+                    self._keep_said(ahead, turn)
                 return turn
             if isinstance(outcome, ActionError):
                 turn.errors.append(str(outcome))
@@ -905,7 +905,11 @@ class Agent:
         shown: one message with it)."""
         said = f"{ahead} {message}" if ahead else message
         on_text(said[len(ahead) :])
-        self._run(Action("send_message", SendMessage(message=said), False), turn)
+        self._keep_said(said, turn)
+
+    def _keep_said(self, message: str, turn: Turn) -> None:
+        """Record ``message``, already shown, as said this turn."""
+        self._run(Action("send_message", SendMessage(message=message), False), turn)
 
     def _acknowledge(self, only: str | None, event: Event, on_text: Callable[[str], None]) -> str:
         """A word said at once for a request routed to a tool that speaks for itself: the
