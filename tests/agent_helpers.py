@@ -120,9 +120,10 @@ class ScriptedTools(ScriptedStream):
                 yield ToolCallDelta(delta.index, arguments=piece)
 
 
-def agent_on(llm: object, stores: Stores) -> Agent:
+def agent_on(llm: object, stores: Stores, reply_tokens: int = 512) -> Agent:
     """An agent on ``llm`` that shows two retrieved memories a turn (drafts and speculation)."""
-    context = ContextWindow(instructions(), stores.core, ContextConfig(window_tokens=8192))
+    config = ContextConfig(window_tokens=8192, reply_tokens=reply_tokens)
+    context = ContextWindow(instructions(), stores.core, config)
     return Agent(llm, stores, context, AgentConfig(retrieved_memories=2))  # type: ignore[arg-type]
 
 
