@@ -211,6 +211,13 @@ class AgentSettings(Section):
     retrieved_memories: int = Field(
         5, ge=0, le=50, description="Memories retrieved into the prompt for each event."
     )
+    temperature: float = Field(
+        0.3,
+        ge=0,
+        le=2,
+        description="Sampling temperature of the agent's replies; 0 always picks the most "
+        "likely word (the same reply to the same conversation).",
+    )
     core_memory_chars: int = Field(
         1200, ge=100, le=20_000, description="Size limit of each core memory block (characters)."
     )

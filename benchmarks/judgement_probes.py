@@ -89,7 +89,8 @@ def first_sentence(text: str) -> str:
 _DISCLAIMERS = (
     r"\bas an ai\b",
     r"\blanguage model\b",
-    r"\b(i'm|i am) (just |only )?(an? )?(ai|computer|computer program|program|machine|bot|chatbot)\b",
+    r"\b(i'm|i am) (just |only )?(an? )?"
+    r"(ai|computer|computer program|program|machine|bot|chatbot)\b",
     r"\bi (don't|do not) have (personal )?(feelings|emotions|a body|personal opinions)\b",
 )
 

@@ -1,6 +1,9 @@
 """A handful of the reply probes (benchmarks/judgement_probes.py) through the app's own agent,
-stores and tools (``AgentHost``) with the real local model (fast profile): the rules the
-benchmark applies to 54 of them hold here for these, on every run."""
+stores and tools (``AgentHost``) with the real local model (fast profile) at temperature 0:
+the rules the benchmark applies to 54 of them hold here for the model's most likely reply to
+these. Sampled as the app samples (0.3), a reply differs from run to run (the fast model
+answered "What does Ana do for a living?" with "I don't know" once in six); the benchmark
+counts how often the sampled replies pass."""
 
 from __future__ import annotations
 
@@ -16,19 +19,25 @@ from memory.embedder import OnnxSentenceEmbedder
 
 pytestmark = pytest.mark.slow
 
-# One of each kind the fast model gets right run after run (the benchmark counts the rest).
 PROBES = {probe.name: probe for probe in REPLY_PROBES}
 CHOSEN = ("ana job", "capital", "promotion", "dentist call", "thanks")
+
+
+@pytest.fixture(scope="module")
+def greedy_settings(fast_settings: Settings) -> Settings:
+    return fast_settings.model_copy(
+        update={"agent": fast_settings.agent.model_copy(update={"temperature": 0.0})}
+    )
 
 
 @pytest.mark.parametrize("name", CHOSEN)
 def test_the_reply_is_one_a_person_would_give(
     name: str,
-    fast_settings: Settings,
+    greedy_settings: Settings,
     fast_llm: LLMClient,
     embedder: OnnxSentenceEmbedder,
     tmp_path: Path,
 ) -> None:
     probe = PROBES[name]
-    reply = answer(probe, fast_settings, tmp_path / "data", fast_llm, embedder)
+    reply = answer(probe, greedy_settings, tmp_path / "data", fast_llm, embedder)
     assert judge(probe, reply) == [], reply

@@ -89,7 +89,9 @@ def open_agent(
     while context.pressure() > settings.agent.memory_pressure and context.evict():
         pass
     config = AgentConfig(
-        max_steps=settings.agent.max_steps, retrieved_memories=settings.agent.retrieved_memories
+        max_steps=settings.agent.max_steps,
+        retrieved_memories=settings.agent.retrieved_memories,
+        temperature=settings.agent.temperature,
     )
     return Agent(
         llm,
