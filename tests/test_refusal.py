@@ -8,6 +8,8 @@ import re
 import threading
 from collections.abc import Iterator
 
+import pytest
+
 from assistant.agent.agent import Agent, AgentConfig, instructions
 from assistant.agent.context import ContextConfig, ContextWindow
 from assistant.agent.events import UserText
@@ -95,20 +97,46 @@ def test_a_reader_that_stops_reading_stops_the_stream() -> None:
     assert closed.wait(2), "the helper closed the stream at its next piece"
 
 
-def test_a_sentence_said_a_third_time_is_a_loop() -> None:
+def fed(loop: LoopStop, text: str, chunk: int = 3) -> str:
+    shown = "".join(loop.feed(text[i : i + chunk]) for i in range(0, len(text), chunk))
+    return shown + loop.flush()
+
+
+def test_a_sentence_said_again_is_dropped_and_the_third_time_is_a_loop() -> None:
     loop = LoopStop()
-    assert not loop.feed("So sorry. Truly. So sorry. ")
-    assert not loop.feed("Truly. ")
-    assert loop.feed("so  sorry. ")
+    first = "I am so sorry. It must be hard. "
+    assert fed(loop, first) == first and not loop.dropped
+    assert loop.feed("I am so  SORRY. ") == "" and loop.dropped and not loop.looping
+    assert loop.feed("It must be hard for you. ") == "It must be hard for you. "
+    assert loop.feed("I am so") == "", "held while it could be the same again"
+    assert loop.feed(" sorry. ") == "" and loop.looping
 
 
-def test_a_message_going_round_is_stopped_and_what_was_said_kept(stores: Stores) -> None:
+def test_a_sentence_that_only_begins_like_one_said_is_shown_whole_as_it_parts() -> None:
+    loop = LoopStop()
+    loop.feed("She is a vet in Porto. ")
+    assert loop.feed("She is a") == ""
+    assert loop.feed(" doctor too.") == "She is a doctor too."
+    assert fed(LoopStop(), "She is a vet. She is a vet") == "She is a vet. She is a vet", (
+        "a last sentence cut short is not a whole repeat"
+    )
+    assert fed(LoopStop(), "She is a vet. She is a vet.") == "She is a vet. "
+
+
+def test_short_sentences_come_as_often_as_they_are_written() -> None:
+    text = "Dr. Lee and Dr. Ruiz will see you. Yes. Yes. Okay, 9 a.m. works; 9 a.m. it is."
+    loop = LoopStop()
+    assert fed(loop, text) == text and not loop.dropped
+
+
+def test_a_message_going_round_is_stopped_and_what_was_said_kept(
+    stores: Stores, caplog: pytest.LogCaptureFixture
+) -> None:
     looping = '{"message": "Welcome, Marta. ' + "I'm so sorry for Luis. " * 40
     llm = ScriptedStream(looping, chunk=5)
     pieces: list[str] = []
     turn = agent(llm, stores).respond(UserText("Hi, I'm Marta."), on_text=pieces.append)
-    said = "Welcome, Marta. " + "I'm so sorry for Luis. " * 3
     shown = "".join(pieces).strip()
-    assert shown == turn.reply and shown.startswith(said.strip()), "the third copy was said"
-    assert len(shown) < len(said) + 5, "stopped there (within one piece of the stream)"
+    assert shown == turn.reply == "Welcome, Marta. I'm so sorry for Luis.", "each sentence once"
+    assert "went round in a loop" in caplog.text, "stopped at the third copy"
     assert len(llm.calls) == 1 and not turn.errors

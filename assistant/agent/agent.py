@@ -433,7 +433,6 @@ class Agent:
                     separated = True
                 on_text(piece)
                 shown.append(piece)
-                loop.feed(piece)
 
         attempt = 0
         while attempt < self.config.attempts:
@@ -445,7 +444,7 @@ class Agent:
                 for delta in deltas:
                     if self._observing is not None:
                         self._observing[1].start()
-                    show(guard.feed(streamed.feed(delta)))
+                    show(loop.feed(guard.feed(streamed.feed(delta))))
                     if cancel.is_set() or guard.refused or loop.looping:
                         break
                 deltas.close()  # a refusal or a loop: the server stops writing it
@@ -461,7 +460,8 @@ class Agent:
                     asked_again = True
                     attempt -= 1
                     continue
-                show(guard.flush())
+                show(loop.feed(guard.flush()))
+                show(loop.flush())
                 break
             except LLMContextOverflow as error:
                 if overflowed or streamed.text:
@@ -483,6 +483,10 @@ class Agent:
             self._failed(turn, "the LLM gave no usable reply")
             return None
         said, outcome = streamed.finish(self.tools)
+        if loop.dropped and isinstance(outcome, Action) and outcome.tool == "send_message":
+            # What is kept is what the user saw: a repeat left in the history invites more.
+            message = SendMessage(message="".join(shown).strip())
+            outcome = Action("send_message", message, outcome.request_heartbeat)
         if said:  # plain text written ahead of a tool call: it was said, and the call follows
             self._run(Action("send_message", SendMessage(message=said), True), turn)
         return outcome

@@ -1,34 +1,85 @@
-"""A message going round in a loop is stopped once it has started repeating.
+"""A message never says the same sentence twice, and one going round in a loop is stopped.
 
 The 0.5B model now and then writes one sentence over and over until the token cap ("I'm so
 sorry for your brother's death." some 50 times, 2,200 characters, to an introduction:
-docs/BENCHMARKS.md, "Judgement"), all of it shown and spoken. Each sentence is counted as it
-ends; the third time the same one is said, the reply is stopped there (the server stops
-writing it) and what was said is kept.
+docs/BENCHMARKS.md, "Judgement"; at temperature 0, "She is passionate about animal welfare
+and has a passion for animal health." over and over to "What does Ana do for a living?").
+While the sentence being written could still turn out to be one already said, it is held
+back; one that does is dropped, so the user sees and hears each sentence once. The third time
+the same sentence comes, the reply is stopped there (the server stops writing it).
 """
 
 from __future__ import annotations
 
-import re
 from collections import Counter
 
 SAID_AT_MOST = 2
-_SENTENCE_END = re.compile(r"(?<=[.!?])\s+")
+# Shorter sentences are let through as often as they come: "Dr." and "a.m." end like
+# sentences, and "Yes." may well be said twice.
+MIN_WORDS = 3
+_ENDS = ".!?"
+
+
+def _key(sentence: str) -> str:
+    return " ".join(sentence.lower().split())
 
 
 class LoopStop:
-    """Feed it the text shown, piece by piece; ``looping`` once a sentence came a third time."""
+    """Feed it the text of a message, piece by piece; it returns what may be shown now.
+    ``looping`` once a sentence came a third time; ``dropped`` once a repeat was held back."""
 
     def __init__(self) -> None:
         self.looping = False
-        self._open = ""
+        self.dropped = False
         self._said: Counter[str] = Counter()
+        self._sentence = ""  # the sentence being written
+        self._held = ""  # its part not shown yet: it could still be a repeat
+        self._released = False  # it parted from every sentence said, so it is new
 
-    def feed(self, piece: str) -> bool:
-        *ended, self._open = _SENTENCE_END.split(self._open + piece)
-        for sentence in ended:
-            key = " ".join(sentence.lower().split())
-            if key:
-                self._said[key] += 1
-                self.looping |= self._said[key] > SAID_AT_MOST
-        return self.looping
+    def feed(self, piece: str) -> str:
+        shown = ""
+        for char in piece:
+            if self.looping:  # what follows the stop is not said
+                break
+            shown += self._take(char)
+        return shown
+
+    def flush(self) -> str:
+        """What is held at the end of the message (a last sentence cut short, or one that
+        only began like an earlier one); nothing if it repeats one whole or the loop stopped."""
+        if self.looping or self._is_repeat():
+            self.dropped = True
+            return ""
+        held, self._held = self._held, ""
+        return held
+
+    def _take(self, char: str) -> str:
+        if char.isspace() and self._sentence.rstrip().endswith(tuple(_ENDS)):
+            return self._end(char)
+        self._sentence += char
+        if self._released:
+            return char
+        self._held += char
+        opening = _key(self._sentence)
+        if any(said.startswith(opening) for said in self._said):
+            return ""
+        self._released = True
+        held, self._held = self._held, ""
+        return held
+
+    def _end(self, space: str) -> str:
+        """The sentence ended (``space`` follows it): shown unless it repeats one."""
+        key = _key(self._sentence)
+        repeat = self._is_repeat()
+        if len(key.split()) >= MIN_WORDS:
+            self._said[key] += 1
+            self.looping |= self._said[key] > SAID_AT_MOST
+        held = self._held
+        self._sentence, self._held, self._released = "", "", False
+        if repeat:
+            self.dropped = True
+            return ""
+        return held + space
+
+    def _is_repeat(self) -> bool:
+        return not self._released and self._said[_key(self._sentence)] > 0
