@@ -152,7 +152,11 @@ def direct_wer(profile: str, files: Sequence[tuple[Path, str]]) -> float:
     return heard_wer([text for _, text in files], heard)
 
 
-async def run_turns(profile: str, files: Sequence[Path], root: Path) -> list[Turn]:
+async def run_turns(
+    profile: str, files: Sequence[Path], root: Path, logs: Path | None = None
+) -> list[Turn]:
+    """Each file spoken to a fresh ``brain serve``, timed; ``logs``: where to copy what the
+    service logged meanwhile."""
     from assistant.config import load_config
     from assistant.service.client import ServiceClient
     from assistant.service.protocol import (
@@ -176,6 +180,8 @@ async def run_turns(profile: str, files: Sequence[Path], root: Path) -> list[Tur
         "service.runtime_dir": str(root / "run"),
     }
     loaded = load_config(flags=flags, environ={}, config_file=config_file)
+    service_log = loaded.settings.log_dir / "service.log"
+    logged_before = service_log.stat().st_size if service_log.exists() else 0
     client = await ServiceClient.connect(loaded, "voice-benchmark")
     turns: list[Turn] = []
     try:
@@ -205,9 +211,20 @@ async def run_turns(profile: str, files: Sequence[Path], root: Path) -> list[Tur
                 f"  {profile} {index}/{len(files)}: first audio "
                 f"{'-' if shown is None else f'{shown:,.0f} ms'} | heard {turn.heard[:50]!r}"
             )
+            stages = " ".join(
+                f"{stage} {turn.stages_ms[stage]:,.0f}"
+                for stage in STAGES
+                if stage in turn.stages_ms
+            )
+            log(f"      {stages} | said {turn.reply[:60]!r}")
         await client.send(Stop())
     finally:
         await client.leave()
+    if logs is not None:
+        logs.parent.mkdir(parents=True, exist_ok=True)
+        with service_log.open("rb") as logged:
+            logged.seek(logged_before)
+            logs.write_bytes(logged.read())
     return turns
 
 
@@ -331,6 +348,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     )
     parser.add_argument("--utterances", type=int, default=20)
     parser.add_argument("--json", action="store_true")
+    parser.add_argument(
+        "--logs", type=Path, help="copy each profile's service log here (<profile>.log)"
+    )
+    parser.add_argument(
+        "--no-echo", action="store_true", help="skip the echo and barge-in part (exploring)"
+    )
     args = parser.parse_args(argv)
     results: dict[str, dict[str, Any]] = {}
     replies: list[str] = []
@@ -340,12 +363,15 @@ def main(argv: Sequence[str] | None = None) -> int:
         paths, references = [path for path, _ in files], [text for _, text in files]
         for profile in args.profiles:
             log(f"{profile}: {len(files)} utterances through brain serve")
-            turns = asyncio.run(run_turns(profile, paths, root / profile))
+            logs = None if args.logs is None else args.logs / f"{profile}.log"
+            turns = asyncio.run(run_turns(profile, paths, root / profile, logs))
             results[profile] = summarise(profile, turns, references)
             results[profile]["heard_wer_whole_utterance"] = direct_wer(profile, files)
             replies += [t.reply for t in turns if t.reply]
-        log("echo and barge-in on the voice loop")
-        loop_figures = echo_and_barge_in(args.profiles[0], replies[: args.utterances])
+        loop_figures: dict[str, Any] = {}
+        if not args.no_echo:
+            log("echo and barge-in on the voice loop")
+            loop_figures = echo_and_barge_in(args.profiles[0], replies[: args.utterances])
     for figures in results.values():
         figures.update(loop_figures)
     if args.json:
@@ -365,6 +391,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             f"{figures['heard_wer_whole_utterance']:.1%}); replies repeating the user "
             f"{figures['replies_repeating_the_user']}"
         )
+        if "barge_in_stop_ms" not in figures:
+            continue
         stop = figures["barge_in_stop_ms"]
         print(
             f"  barge-in stop p50 {stop['p50']:,.0f} ms, p95 {stop['p95']:,.0f} ms "

@@ -68,7 +68,9 @@ def route(body: dict[str, Any]) -> str:
         goal = {"goal": "Find where the user's sister Ana lives"}
         return json.dumps({"tool": "delegate_task", "arguments": goal, "request_heartbeat": True})
     if "remind me" in last.lower():
-        arguments = {"text": "stretch your legs", "when": "in 3 seconds"}
+        # Not the time the user said: the one their words name is used (a small model's
+        # `when` is often wrong).
+        arguments = {"text": "stretch your legs", "when": "in 10 minutes"}
         return json.dumps(
             {"tool": "set_reminder", "arguments": arguments, "request_heartbeat": True}
         )

@@ -11,6 +11,7 @@ from collections.abc import Callable, Iterator
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
+from unittest.mock import MagicMock
 
 import pytest
 
@@ -18,11 +19,18 @@ from assistant.agent.session import open_stores
 from assistant.agent.tools import Stores
 from assistant.llm.client import LLMCancelled, LLMReplyError, Message
 from assistant.llm.priority import BackgroundLLM, ForegroundGate
+from assistant.tasks.agent_tools import SetReminder, background_tools
 from assistant.tasks.heartbeat import Heartbeat, HeartbeatActions
 from assistant.tasks.manager import TaskError, TaskLimits, TaskManager
 from assistant.tasks.plan import PlannedGoal, current, describe, finished, first_plan, revised
 from assistant.tasks.records import TaskRecord
-from assistant.tasks.reminders import Reminder, ReminderError, ReminderStore, reminder_time
+from assistant.tasks.reminders import (
+    Reminder,
+    ReminderError,
+    ReminderStore,
+    reminder_time,
+    time_named_in,
+)
 from assistant.tasks.store import INTERRUPTED, TaskStore
 from assistant.tasks.subagent import Budget, SubAgent
 from assistant.tasks.toolbox import Workspace
@@ -176,6 +184,33 @@ def test_reminder_times_are_read_from_words() -> None:
     assert reminder_time("7pm", NOW) == NOW.replace(hour=19, minute=0)
     with pytest.raises(ReminderError, match="could not tell when"):
         reminder_time("when the cows come home", NOW)
+
+
+def test_the_time_the_user_named_is_read_from_their_words() -> None:
+    evening = NOW.replace(hour=19, minute=0)
+    assert time_named_in("Remind me to water the plants this evening.", NOW) == evening
+    assert time_named_in("remind me in 30 seconds to stretch", NOW) == NOW + timedelta(seconds=30)
+    assert time_named_in("Remind me to check the oven in 20 minutes", NOW) == NOW + timedelta(
+        minutes=20
+    )
+    for unnamed in ("Remind me to buy 3 apples.", "Remind me to call room 204."):
+        assert time_named_in(unnamed, NOW) is None, unnamed
+
+
+def test_a_reminder_is_due_when_the_user_said_not_when_the_model_wrote(tmp_path: Path) -> None:
+    reminders = ReminderStore(tmp_path / "reminders.json")
+    heard = "Remind me to water the plants this evening."
+    tools = {
+        t.name: t
+        for t in background_tools(MagicMock(), reminders, lambda: NOW, heard=lambda: heard)
+    }
+    remind = tools["set_reminder"]
+    said = remind.run(MagicMock(), SetReminder(text="water the plants", when="13:00"))
+    assert said == "I'll remind you today at 19:00: water the plants"
+    heard = "Remind me to buy a present for Luis."  # no time named: the model's stands
+    remind.run(MagicMock(), SetReminder(text="buy a present for Luis", when="in 2 hours"))
+    due = {reminder.text: reminder.due_at for reminder in reminders.pending()}
+    assert due["buy a present for Luis"] == NOW + timedelta(hours=2)
 
 
 def test_reminders_survive_a_restart_and_fire_late_with_a_note(tmp_path: Path) -> None:

@@ -302,6 +302,9 @@ class Agent:
         self.speculated = Tally()
         # The message of the event being answered (what a flush adds goes before it).
         self._event_message: Message | None = None
+        # The user's words in the turn under way (empty between turns): a tool may read from
+        # them what code reads better than the model (a reminder's time).
+        self.heard = ""
         # The user's message of this turn and the memory-stream record being written for it.
         self._observing: tuple[Message, Deferred[str | None]] | None = None
 
@@ -317,9 +320,11 @@ class Agent:
         ``on_stage`` hears "memories" (retrieved) and "prompt_sent" (the first request)."""
         with self.gate.foreground(), self._window:
             self._on_stage = on_stage
+            self.heard = event.text if isinstance(event, UserText | UserUtterance) else ""
             try:
                 return self._respond(event, on_text, cancel or threading.Event())
             finally:
+                self.heard = ""
                 self._on_stage = _no_stage
                 self.drop_speculation()  # one the turn did not take (it asked otherwise)
                 self._observed()

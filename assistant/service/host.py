@@ -128,7 +128,11 @@ class AgentHost:
                 context=self._day_context,
             )
             extra = background_tools(
-                self.tasks, self.reminders, local_now, lambda: self.on_reminder_added()
+                self.tasks,
+                self.reminders,
+                local_now,
+                lambda: self.on_reminder_added(),
+                heard=lambda: self.agent.heard if self.agent is not None else "",
             )
             self.agent = open_agent(
                 self.settings,

@@ -14,6 +14,7 @@ from assistant.tasks.reminders import (
     addressed_to_the_user,
     reminder_time,
     spoken_time,
+    time_named_in,
 )
 
 HANDED_OFF = "I'll work on that in the background and tell you when it's done."
@@ -36,7 +37,11 @@ def background_tools(
     reminders: ReminderStore,
     clock: Callable[[], datetime],
     reminder_added: Callable[[], None] = lambda: None,
+    heard: Callable[[], str] = lambda: "",
 ) -> tuple[Tool, ...]:
+    """``heard``: the user's words in the turn under way (a reminder's time is read from
+    them when they name one)."""
+
     def delegate(_: Stores, arguments: DelegateTask) -> str:
         manager.delegate(arguments.goal)
         # Said as it is: a model asked to word it read the instructions aloud (tried by hand).
@@ -44,10 +49,11 @@ def background_tools(
         return HANDED_OFF
 
     def remind(_: Stores, arguments: SetReminder) -> str:
-        due = reminder_time(arguments.when, clock())
+        now = clock()
+        due = time_named_in(heard(), now) or reminder_time(arguments.when, now)
         reminder = reminders.add(addressed_to_the_user(arguments.text), due, source="agent")
         reminder_added()
-        return f"I'll remind you {spoken_time(due, clock())}: {reminder.text}"
+        return f"I'll remind you {spoken_time(due, now)}: {reminder.text}"
 
     return (
         Tool(

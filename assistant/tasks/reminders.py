@@ -23,6 +23,7 @@ LATE_AFTER = timedelta(minutes=1)
 # A day named with no time ("tomorrow") is a reminder for this hour of it.
 DEFAULT_HOUR = 9
 _SECONDS = re.compile(r"^\s*in\s+(\d+|a|one|a few)\s+(?:seconds?|secs?|s)\s*$", re.IGNORECASE)
+_SECONDS_IN = re.compile(r"\bin\s+(\d+|a|one|a few)\s+(?:seconds?|secs?)\b", re.IGNORECASE)
 _FEW = {"a": 1, "one": 1, "a few": 5}
 
 
@@ -112,18 +113,33 @@ def reminder_time(when: str, now: datetime) -> datetime:
         pass
     else:
         return moment if moment.tzinfo is not None else moment.replace(tzinfo=now.tzinfo)
-    resolved = resolve_event_time(text, now)
-    if resolved is None and _BARE_CLOCK.match(text):  # "19:00", "7pm": the next such time
-        resolved = resolve_event_time(f"at {text}", now)
-    if resolved is None:
+    due = _resolved(text, now)
+    if due is None and _BARE_CLOCK.match(text):  # "19:00", "7pm": the next such time
+        due = _resolved(f"at {text}", now)
+    if due is None:
         raise ReminderError(
             f"could not tell when {when!r} is; say e.g. 'in 10 minutes', 'tomorrow at 9' or "
             "an ISO time like 2026-12-24T18:00"
         )
-    due = resolved.when
-    if not resolved.has_time:
-        due = due.replace(hour=DEFAULT_HOUR)
     return due
+
+
+def time_named_in(words: str, now: datetime) -> datetime | None:
+    """The time the user's own request names ("... this evening", "in 20 minutes", "in 30
+    seconds"), if it names one. Read by code it is right where the model's ``when`` is not:
+    the 0.5B model wrote "13:00" for "this evening" and "at 8" for "8 tonight"."""
+    seconds = _SECONDS_IN.search(words)
+    if seconds:
+        count = seconds.group(1).lower()
+        return now + timedelta(seconds=_FEW.get(count) or int(count))
+    return _resolved(words, now)
+
+
+def _resolved(text: str, now: datetime) -> datetime | None:
+    resolved = resolve_event_time(text, now)
+    if resolved is None:
+        return None
+    return resolved.when if resolved.has_time else resolved.when.replace(hour=DEFAULT_HOUR)
 
 
 class ReminderStore:
