@@ -77,6 +77,13 @@ class LLMSettings(Section):
         description="llama-server: the fewest cached prompt tokens worth shifting into place "
         "after a change earlier in the prompt (0: reuse the common prefix only).",
     )
+    lookup_draft: int = Field(
+        4,
+        ge=0,
+        le=32,
+        description="llama-server: tokens drafted from the prompt after the last 3 written "
+        "(prompt-lookup decoding; exact, it only saves time), checked in one batch (0: off).",
+    )
     kv_cache_type: Literal["f16", "q8_0"] = Field(
         "f16", description="llama-server: how the KV cache stores keys and values."
     )

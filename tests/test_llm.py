@@ -497,6 +497,27 @@ def test_a_compacted_prompt_reads_only_its_summary_note(
 
 
 @pytest.mark.slow
+@pytest.mark.parametrize("draft", [4, 0])
+def test_llama_server_drafts_what_it_writes_from_the_prompt(draft: int, tmp_path: Path) -> None:
+    """Prompt-lookup decoding (``llm.lookup_draft``): words the reply takes from the prompt
+    are drafted and checked in a batch; the reply is the same as without."""
+    settings = make_settings(
+        "fast", tmp_path / "data", tmp_path / "cache", **{"llm.lookup_draft": str(draft)}
+    )
+    line = "The lighthouse keeper of Gull Rock lit the lamp at dusk and watched the sea."
+    asked = [{"role": "user", "content": f"Say this sentence back exactly: {line}"}]
+    with LLMRuntime(settings) as client:
+        said = "".join(client.stream(asked, max_tokens=40, temperature=0.0))
+        reading = client.last_reading
+    assert "lighthouse keeper of Gull Rock" in said
+    assert reading is not None
+    if draft:
+        assert reading.accepted >= 8 and reading.drafted >= reading.accepted, reading
+    else:
+        assert reading.drafted == 0, reading
+
+
+@pytest.mark.slow
 def test_a_prompt_too_long_for_llama_server_is_a_context_overflow(
     fast_gguf: Path, tmp_path: Path
 ) -> None:

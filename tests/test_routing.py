@@ -31,6 +31,8 @@ TOOL_NAMES = {"send_message", "memory_search", "set_reminder"}
         "Don\u2019t let me forget to water the plants this evening.",
         "Please set a reminder for the rent on the 1st.",
         "remind me about the meeting at 3",
+        "Set a timer for 10 minutes.",
+        "start a pasta timer for eight minutes",
     ],
 )
 def test_a_request_to_be_reminded_goes_to_set_reminder(message: str) -> None:
@@ -45,6 +47,7 @@ def test_a_request_to_be_reminded_goes_to_set_reminder(message: str) -> None:
         "remind me, where did I put the spare key?",
         "I forgot my umbrella.",
         "The reminder went off too late yesterday.",
+        "The kitchen timer is broken.",
     ],
 )
 def test_anything_else_is_left_to_the_model(message: str) -> None:

@@ -193,6 +193,8 @@ def test_the_time_the_user_named_is_read_from_their_words() -> None:
     assert time_named_in("Remind me to check the oven in 20 minutes", NOW) == NOW + timedelta(
         minutes=20
     )
+    assert time_named_in("Set a timer for 10 minutes.", NOW) == NOW + timedelta(minutes=10)
+    assert time_named_in("set a timer for 30 seconds", NOW) == NOW + timedelta(seconds=30)
     for unnamed in ("Remind me to buy 3 apples.", "Remind me to call room 204."):
         assert time_named_in(unnamed, NOW) is None, unnamed
 

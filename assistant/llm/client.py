@@ -86,6 +86,9 @@ class PromptReading:
 
     read: int
     cached: int
+    # Tokens drafted from the prompt (llama-server's lookup decoding) and how many were kept.
+    drafted: int = 0
+    accepted: int = 0
 
 
 @dataclass(frozen=True)
@@ -329,7 +332,12 @@ def _reading(response: Any) -> PromptReading | None:
     """What llama-server says it read for a response (or a streamed chunk) in its timings."""
     timings = (getattr(response, "model_extra", None) or {}).get("timings")
     if isinstance(timings, dict) and "prompt_n" in timings:
-        return PromptReading(int(timings["prompt_n"]), int(timings.get("cache_n", 0)))
+        return PromptReading(
+            int(timings["prompt_n"]),
+            int(timings.get("cache_n", 0)),
+            int(timings.get("draft_n", 0)),
+            int(timings.get("draft_n_accepted", 0)),
+        )
     return None
 
 

@@ -167,6 +167,7 @@ class LLMRuntime:
                 binary=self._binary,
                 slot_dir=slot_dir if self._binary is not None else None,
                 cache_reuse=llm.cache_reuse,
+                lookup_draft=llm.lookup_draft,
                 kv_cache_type=llm.kv_cache_type,
             ),
             on_status=on_status,

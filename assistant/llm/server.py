@@ -100,6 +100,8 @@ class ServerOptions:
     cache_reuse: int = 256
     # llama-server only: how the KV cache stores keys and values (f16, q8_0, ...).
     kv_cache_type: str = "f16"
+    # llama-server only: tokens drafted from the prompt after the last 3 written (0: none).
+    lookup_draft: int = 4
 
     @property
     def server_name(self) -> str:
@@ -214,19 +216,27 @@ class LocalLLMServer:
             # Native tool calls, the one thing that needs it, go to other endpoints.
             "--no-jinja",
             "--no-webui",
-            # Prompt-lookup decoding: after the last 3 tokens written, the 4 that followed them
-            # earlier in the prompt are checked in one batch. A reply opens with the same
-            # `{"message": "` as every action in the history, and repeats names and words from
-            # the prompt; the draft is exact (a token is kept only if sampling chose it). On 2
-            # cores the first word came 90 ms sooner on the 0.5B model and 135 ms on the 1.5B,
-            # longer replies no slower (docs/BENCHMARKS.md).
+            *self._lookup_arguments(),
+            *slots,
+        ]
+
+    def _lookup_arguments(self) -> list[str]:
+        """Prompt-lookup decoding: after the last 3 tokens written, the ``lookup_draft`` that
+        followed them earlier in the prompt are checked in one batch. A reply opens with the
+        same `{"message": "` as every action in the history, and repeats names and words from
+        the prompt; the draft is exact (a token is kept only if sampling chose it). On 2 cores
+        the first word came ~90 ms sooner on the 0.5B model and ~135 ms on the 1.5B, longer
+        replies no slower (docs/BENCHMARKS.md, benchmarks/lookup_decoding.py)."""
+        draft = self.options.lookup_draft
+        if not draft:
+            return []
+        return [
             "--spec-type",
             "ngram-simple",
             "--spec-ngram-simple-size-n",
             "3",
             "--spec-ngram-simple-size-m",
-            "4",
-            *slots,
+            str(draft),
         ]
 
     def _python_arguments(self) -> list[str]:

@@ -25,6 +25,7 @@ DEFAULT_HOUR = 9
 _SECONDS = re.compile(r"^\s*in\s+(\d+|a|one|a few)\s+(?:seconds?|secs?|s)\s*$", re.IGNORECASE)
 _SECONDS_IN = re.compile(r"\bin\s+(\d+|a|one|a few)\s+(?:seconds?|secs?)\b", re.IGNORECASE)
 _FEW = {"a": 1, "one": 1, "a few": 5}
+_TIMER = re.compile(r"\btimer for (.+?)(?:[.!?]|$)", re.IGNORECASE)
 
 
 def local_now() -> datetime:
@@ -132,6 +133,9 @@ def time_named_in(words: str, now: datetime) -> datetime | None:
     if seconds:
         count = seconds.group(1).lower()
         return now + timedelta(seconds=_FEW.get(count) or int(count))
+    timer = _TIMER.search(words)
+    if timer:  # "a timer for 10 minutes": in 10 minutes
+        return time_named_in(f"in {timer.group(1)}", now) or _resolved(words, now)
     return _resolved(words, now)
 
 
