@@ -9,9 +9,11 @@ instructions, a summary and a dialogue (``benchmarks/llm_server.py``'s prompt), 
 benchmark's questions one after another, each reply held to the agent's action schema at the
 agent's temperature and kept in the history as written. ``first_word_ms``: from the request to
 the first character of the message's text; ``reply_ms``: to the end of the reply (capped at
-``--max-tokens``). Printed as p50 / p95 / max, with each draft's ratio to the first one's
-(p50 over p50). ``--json``: ``{"profile", "questions", "<draft>": {"first_word_ms",
-"reply_ms"}, "ratio": {"<draft>": {"first_word_ms", "reply_ms"}}}``.
+``--max-tokens``); ``ms_per_token``: that over the tokens written (replies are sampled, so
+their lengths differ from run to run; the writing speed compares). Printed as p50 / p95 /
+max, with each draft's ratio to the first one's (p50 over p50). ``--json``: ``{"profile",
+"questions", "<draft>": {"first_word_ms", "reply_ms", "ms_per_token"}, "ratio": {"<draft>":
+{...}}}``.
 """
 
 from __future__ import annotations
@@ -27,14 +29,16 @@ from typing import Any
 
 from benchmarks.stats import percentiles
 
-FIGURES = ("first_word_ms", "reply_ms")
+FIGURES = ("first_word_ms", "reply_ms", "ms_per_token")
 
 
 def log(message: str) -> None:
     print(message, file=sys.stderr, flush=True)
 
 
-def converse(client: Any, questions: Sequence[str], max_tokens: int) -> dict[str, list[float]]:
+def converse(
+    client: Any, count: Any, questions: Sequence[str], max_tokens: int
+) -> dict[str, list[float]]:
     from assistant.agent.agent import AgentConfig
     from assistant.agent.streaming import MessageStream
     from assistant.agent.tools import TOOLS, action_schema
@@ -58,6 +62,9 @@ def converse(client: Any, questions: Sequence[str], max_tokens: int) -> dict[str
         ended = time.perf_counter()
         figures["first_word_ms"].append(((first or ended) - started) * 1000)
         figures["reply_ms"].append((ended - started) * 1000)
+        # Replies differ from run to run (sampled): the writing speed compares, their length
+        # does not.
+        figures["ms_per_token"].append((ended - started) * 1000 / max(int(count(written)), 1))
         messages.append({"role": "assistant", "content": written})
         log(f"    {figures['first_word_ms'][-1]:5.0f} ms | {written[:70]!r}")
     return figures
@@ -66,9 +73,13 @@ def converse(client: Any, questions: Sequence[str], max_tokens: int) -> dict[str
 def measure(profile: str, drafts: Sequence[int], max_tokens: int) -> dict[str, Any]:
     from assistant.config import load_config
     from assistant.llm.runtime import LLMRuntime
+    from assistant.llm.tokens import vocabulary_counter
+    from assistant.model_paths import ProfileModels
+    from benchmarks.llm_server import prompt
     from benchmarks.voice_latency import QUESTIONS
 
     report: dict[str, Any] = {"profile": profile, "questions": len(QUESTIONS)}
+    count: Any = None
     with tempfile.TemporaryDirectory(prefix="lookup-bench-") as scratch:
         for draft in drafts:
             flags = {"profile": profile, "llm.lookup_draft": str(draft)}
@@ -76,8 +87,12 @@ def measure(profile: str, drafts: Sequence[int], max_tokens: int) -> dict[str, A
             settings = settings.model_copy(update={"data_dir": Path(scratch) / f"data-{draft}"})
             log(f"{profile}, lookup draft {draft}")
             with LLMRuntime(settings) as client:
-                "".join(client.stream([{"role": "user", "content": "Hello."}], max_tokens=4))
-                figures = converse(client, QUESTIONS, max_tokens)
+                # The weights paged in and the prompt read (a later start may restore the
+                # slot the one before saved), so each run times the questions alone.
+                "".join(client.stream(prompt(0), max_tokens=1))
+                if count is None:
+                    count = vocabulary_counter(ProfileModels(settings).llm().gguf)
+                figures = converse(client, count, QUESTIONS, max_tokens)
             report[str(draft)] = {figure: percentiles(v) for figure, v in figures.items()}
     base = report[str(drafts[0])]
     report["ratio"] = {
@@ -94,8 +109,9 @@ def table(report: dict[str, Any], drafts: Sequence[int]) -> str:
     lines = [
         f"{report['profile']}: {report['questions']} questions; p50 / p95 / max",
         "",
-        "| lookup draft | first word ms | reply ms | ratio to the first row (p50) |",
-        "| --- | --- | --- | --- |",
+        "| lookup draft | first word ms | reply ms | ms per token written | ratio to the "
+        "first row (p50) |",
+        "| --- | --- | --- | --- | --- |",
     ]
     for draft in drafts:
         row = report[str(draft)]
@@ -104,10 +120,8 @@ def table(report: dict[str, Any], drafts: Sequence[int]) -> str:
             for figure in FIGURES
         ]
         ratio = report["ratio"][str(draft)]
-        lines.append(
-            f"| {draft} | {cells[0]} | {cells[1]} | "
-            f"{ratio['first_word_ms']} / {ratio['reply_ms']} |"
-        )
+        ratios = " / ".join(str(ratio[figure]) for figure in FIGURES)
+        lines.append(f"| {draft} | {' | '.join(cells)} | {ratios} |")
     return "\n".join(lines)
 
 
