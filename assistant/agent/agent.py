@@ -149,6 +149,9 @@ class Turn:
     # One line when the LLM could not be used (the event itself is kept).
     error: str | None = None
     flushed: bool = False
+    # A word already said for a tool that speaks for itself (ACKNOWLEDGED), until its
+    # confirmation follows in the same message or it is kept alone.
+    ahead: str = ""
 
 
 def instructions(tools: Sequence[Tool] = TOOLS) -> str:
@@ -341,7 +344,8 @@ class Agent:
         turn = Turn()
         prompt = event.prompt()
         only = self._routed(event)
-        ahead = self._acknowledge(only, event, on_text)
+        if self._acknowledges(only, event):
+            self._acknowledge(turn, on_text)
         self.context.note_core_changes()  # the user may have edited it since the last turn
         # Before the event: small models heed the last message most, and it must be the
         # user's (pushed after it, the warning was what the 0.5B model answered).
@@ -358,19 +362,24 @@ class Agent:
         grounded = only is None and self._asks(event)
         answer_now = False
         for step in range(self.config.max_steps):
-            if step and ahead:  # the routed step did not end the turn: what was said stands
-                self._keep_said(ahead, turn)
-                ahead = ""
+            if step and turn.ahead:  # the tool's step did not end the turn: what was said stands
+                self._keep_said(turn.ahead, turn)
+                turn.ahead = ""
             if self._manage_pressure():
                 turn.flushed = True
                 self._show_again(prompt)
             outcome = self._step(
-                on_text, cancel, turn, "send_message" if answer_now else only, grounded
+                on_text,
+                cancel,
+                turn,
+                "send_message" if answer_now else only,
+                grounded,
+                acknowledging=from_user(event) and not answer_now,
             )
             only = None
             if outcome is None:  # the LLM failed, or the user interrupted
-                if ahead:  # it was said (the routed step itself streams nothing)
-                    self._keep_said(ahead, turn)
+                if turn.ahead:  # it was said (the tool's step itself streams nothing)
+                    self._keep_said(turn.ahead, turn)
                 return turn
             if isinstance(outcome, ActionError):
                 turn.errors.append(str(outcome))
@@ -383,7 +392,7 @@ class Agent:
             if not self._run(outcome, turn):
                 continue
             if self.tools[outcome.tool].speaks_result and from_user(event) and not turn.reply:
-                self._say(turn.steps[-1].result, turn, on_text, ahead)
+                self._say(turn.steps[-1].result, turn, on_text, turn.ahead)
                 return turn
             if self._repeated(outcome, turn):
                 if answer_now or not from_user(event):
@@ -420,9 +429,12 @@ class Agent:
         turn: Turn,
         only: str | None = None,
         grounded: bool = False,
+        acknowledging: bool = False,
     ) -> Action | ActionError | None:
         """Ask for one action (of the tool ``only``, if set; a message ``grounded`` in what is
-        known, for a question), streaming its message; None when there is none to act on."""
+        known, for a question), streaming its message; None when there is none to act on.
+        ``acknowledging``: once the action is seen to call a tool that speaks for itself, a
+        word is said at once (the user's request is being done)."""
         overflowed = False
         asked_again = False
         native = self._native_llm()
@@ -450,6 +462,10 @@ class Agent:
                     if self._observing is not None:
                         self._observing[1].start()
                     show(loop.feed(guard.feed(streamed.feed(delta))))
+                    if acknowledging and self._speaks_for_itself(streamed.tool_named):
+                        acknowledging = False
+                        if not (turn.ahead or turn.reply or shown):
+                            self._acknowledge(turn, on_text)
                     if cancel.is_set() or guard.refused or loop.looping:
                         break
                 deltas.close()  # a refusal or a loop: the server stops writing it
@@ -920,14 +936,21 @@ class Agent:
         """Record ``message``, already shown, as said this turn."""
         self._run(Action("send_message", SendMessage(message=message), False), turn)
 
-    def _acknowledge(self, only: str | None, event: Event, on_text: Callable[[str], None]) -> str:
-        """A word said at once for a request routed to a tool that speaks for itself: the
+    def _acknowledges(self, only: str | None, event: Event) -> bool:
+        """Whether the user's request is routed to a tool that speaks for itself."""
+        return from_user(event) and self._speaks_for_itself(only)
+
+    def _speaks_for_itself(self, tool: str | None) -> bool:
+        return tool is not None and tool in self.tools and self.tools[tool].speaks_result
+
+    @staticmethod
+    def _acknowledge(turn: Turn, on_text: Callable[[str], None]) -> None:
+        """A word said at once for a request a tool that speaks for itself will answer: the
         model writes the tool's whole JSON action before its confirmation can be said (1.5 s
-        on the 0.5B model, 2.5-3.5 s on the 1.5B: docs/BENCHMARKS.md, voice)."""
-        if only is None or not self.tools[only].speaks_result or not from_user(event):
-            return ""
+        on the 0.5B model, 2.5-3.5 s on the 1.5B: docs/BENCHMARKS.md, voice). Said before the
+        step for a request routed to the tool, or as soon as the step names it."""
         on_text(ACKNOWLEDGED)
-        return ACKNOWLEDGED
+        turn.ahead = ACKNOWLEDGED
 
     def _interrupted(self, delivered: str, turn: Turn) -> None:
         turn.interrupted = True

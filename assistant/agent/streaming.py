@@ -23,6 +23,8 @@ _MESSAGE_START = re.compile(
     r'|"tool"\s*:\s*"send_message".*?"message"\s*:\s*"',
     re.DOTALL,
 )
+# A JSON action's tool, once its name is closed: {"tool": "set_reminder", ...
+_TOOL_NAMED = re.compile(r'\s*\{\s*"tool"\s*:\s*"(\w+)"')
 # In a native send_message call the arguments are {"message": "...", "request_heartbeat": ...}.
 _ARGUMENT_START = re.compile(r'"message"\s*:\s*"')
 _HIGH_SURROGATES = ("d8", "d9", "da", "db")
@@ -100,6 +102,16 @@ class ReplyStream:
         self._shown_from = type(delta)
         self.text += piece
         return piece
+
+    @property
+    def tool_named(self) -> str | None:
+        """The tool the reply calls, as soon as its name is written whole (None for a
+        message, or before)."""
+        if self._calls:
+            first = next(iter(self._calls.values()))
+            return (first.name or None) if first.arguments else None
+        found = _TOOL_NAMED.match(self._content.raw)
+        return found.group(1) if found else None
 
     def finish(self, tools: Mapping[str, Tool]) -> tuple[str, Action | ActionError]:
         """What the reply comes to: the text said ahead of a tool call (empty if none), and
