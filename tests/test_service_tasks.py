@@ -144,8 +144,9 @@ async def test_the_agent_hands_a_task_off_and_says_so_in_its_own_words(
 ) -> None:
     client = await ServiceClient.connect(loaded, "tui", start=False)
     end = await replied(client, "Find out where Ana lives, in the background.")
-    # No model step after the hand-off: the tool's confirmation is the reply.
-    assert end.text == HANDED_OFF
+    # No model step after the hand-off: the tool's confirmation is the reply, after the
+    # word said as soon as the model's action named the tool.
+    assert end.text == f"{ACKNOWLEDGED} {HANDED_OFF}"
     told = (await until(client, lambda u: isinstance(u, ReplyEnd) and RESULT in u.text))[-1]
     assert isinstance(told, ReplyEnd) and told.text == f"Your task is done: {RESULT}"
     await client.close()
