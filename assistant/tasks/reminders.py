@@ -22,8 +22,8 @@ log = logging.getLogger(__name__)
 LATE_AFTER = timedelta(minutes=1)
 # A day named with no time ("tomorrow") is a reminder for this hour of it.
 DEFAULT_HOUR = 9
-_SECONDS = re.compile(r"^\s*in\s+(\d+|a|one|a few)\s+(?:seconds?|secs?|s)\s*$", re.IGNORECASE)
-_SECONDS_IN = re.compile(r"\bin\s+(\d+|a|one|a few)\s+(?:seconds?|secs?)\b", re.IGNORECASE)
+# Seconds, which memory/timeparse.py does not read: "in 3 seconds", "in a few secs", "in 5 s".
+_SECONDS = re.compile(r"\bin\s+(\d+|a|one|a few)\s+(?:seconds?|secs?|s)\b", re.IGNORECASE)
 _FEW = {"a": 1, "one": 1, "a few": 5}
 _TIMER = re.compile(r"\btimer for (.+?)(?:[.!?]|$)", re.IGNORECASE)
 
@@ -104,10 +104,9 @@ def reminder_time(when: str, now: datetime) -> datetime:
     """When a reminder said as "in 10 minutes", "tomorrow at 9", "in 3 seconds" or an ISO time
     is due (``now`` is timezone-aware; the result is in its zone)."""
     text = when.strip()
-    seconds = _SECONDS.match(text)
-    if seconds:
-        count = seconds.group(1).lower()
-        return now + timedelta(seconds=_FEW.get(count) or int(count))
+    in_seconds = _seconds_from(text, now)
+    if in_seconds is not None:
+        return in_seconds
     try:
         moment = datetime.fromisoformat(text)
     except ValueError:
@@ -129,14 +128,21 @@ def time_named_in(words: str, now: datetime) -> datetime | None:
     """The time the user's own request names ("... this evening", "in 20 minutes", "in 30
     seconds"), if it names one. Read by code it is right where the model's ``when`` is not:
     the 0.5B model wrote "13:00" for "this evening" and "at 8" for "8 tonight"."""
-    seconds = _SECONDS_IN.search(words)
-    if seconds:
-        count = seconds.group(1).lower()
-        return now + timedelta(seconds=_FEW.get(count) or int(count))
+    in_seconds = _seconds_from(words, now)
+    if in_seconds is not None:
+        return in_seconds
     timer = _TIMER.search(words)
     if timer:  # "a timer for 10 minutes": in 10 minutes
         return time_named_in(f"in {timer.group(1)}", now) or _resolved(words, now)
     return _resolved(words, now)
+
+
+def _seconds_from(text: str, now: datetime) -> datetime | None:
+    seconds = _SECONDS.search(text)
+    if seconds is None:
+        return None
+    count = seconds.group(1).lower()
+    return now + timedelta(seconds=_FEW.get(count) or int(count))
 
 
 def _resolved(text: str, now: datetime) -> datetime | None:
