@@ -121,10 +121,11 @@ def log(message: str) -> None:
 
 class Drafts:
     """Drafts read ahead as the service reads them: one at a time, and of those sent during
-    a read only the newest next."""
+    a read only the newest next; a draft that ends a sentence has its reply asked for at once
+    (``Agent.speculate``), not queued behind the read under way."""
 
-    def __init__(self, prepare: Any) -> None:
-        self._prepare = prepare
+    def __init__(self, agent: Any) -> None:
+        self._agent = agent
         self._lock = threading.Lock()
         self._reading = False
         self._next: str | None = None
@@ -132,6 +133,13 @@ class Drafts:
         self.read_ended = 0.0
 
     def send(self, text: str) -> None:
+        from assistant.service.protocol import SENTENCE_ENDS
+
+        if text.endswith(SENTENCE_ENDS):
+            with self._lock:
+                self._next = None
+            threading.Thread(target=self._agent.speculate, args=(text,), daemon=True).start()
+            return
         with self._lock:
             if self._reading:
                 self._next = text
@@ -146,7 +154,7 @@ class Drafts:
 
     def _read(self, text: str | None) -> None:
         while text is not None:
-            self._prepare(text)
+            self._agent.prepare(text)
             with self._lock:
                 self.read_ended = time.perf_counter()
                 text, self._next = self._next, None
@@ -154,13 +162,17 @@ class Drafts:
 
 
 def type_out(text: str, cps: float, drafts: Drafts) -> None:
-    """Type ``text`` at ``cps`` characters a second, sending a draft at each finished word."""
+    """Type ``text`` at ``cps`` characters a second, sending a draft at each finished word
+    (the same text once, as the terminal app does)."""
     from assistant.service.protocol import DRAFT_WORD_ENDS
 
+    sent = ""
     for end in range(1, len(text) + 1):
         time.sleep(1 / cps)
-        if text[:end].endswith(DRAFT_WORD_ENDS):
-            drafts.send(text[:end].strip())
+        draft = text[:end].strip()
+        if text[:end].endswith(DRAFT_WORD_ENDS) and draft != sent:
+            sent = draft
+            drafts.send(draft)
 
 
 class Clocked:
@@ -241,7 +253,7 @@ def converse(
     agent = open_agent(settings, clocked, stores, gate, background=summaries)
     agent.reads_ahead = True  # as the service sets it for a local server
     timing = Timing()
-    drafts = Drafts(agent.prepare)
+    drafts = Drafts(agent)
     label = "defeated" if defeat else "reused"
     # One untimed turn first: the model's weights paged in, the cache holding the prefix.
     agent.respond(UserText("Hello."))

@@ -476,6 +476,25 @@ async def test_drafts_sent_during_a_read_leave_only_the_newest_to_read(
         await client.close()
 
 
+async def test_a_typed_draft_that_ends_a_sentence_has_its_reply_asked_for(
+    loaded_for: Callable[..., LoadedConfig], start_service: Callable[..., InProcess]
+) -> None:
+    with scripted_endpoint("stream", action("Noted.")) as (url, _):
+        loaded = loaded_for(**{"llm.base_url": url})
+        running = start_service(loaded)
+        release = threading.Event()
+        read = drafts_read(running, release)
+        client = await ServiceClient.connect(loaded, "tui", start=False)
+        await client.send(Draft(text="Where does"))
+        await wait_for(lambda: read == ["Where does"], 10)
+        await client.send(Draft(text="Where does my sister live?"))
+        await wait_for(lambda: read == ["Where does", "speculate: Where does my sister live?"], 10)
+        release.set()
+        await asyncio.sleep(0.3)
+        assert len(read) == 2, "asked for at once, beside the read under way, and only once"
+        await client.close()
+
+
 async def test_words_heard_at_a_pause_have_their_reply_asked_for_and_others_are_read(
     loaded_for: Callable[..., LoadedConfig], start_service: Callable[..., InProcess]
 ) -> None:

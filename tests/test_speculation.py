@@ -133,3 +133,28 @@ def test_the_real_server_speculates_and_drops_cleanly(fast_llm: LLMClient, store
     taken = agent.respond(heard("Thanks. What car do I drive?"))
     assert taken.error is None and taken.reply, taken
     assert agent.speculated.taken == 1
+
+
+def test_a_pause_while_a_word_is_read_ahead_still_has_its_reply_asked_for(
+    stores: Stores, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Drafts come from two threads (a word's read ahead, a sentence's speculation): the one
+    that comes while the other's memories are retrieved waits for it, and is not lost."""
+    model = ScriptedStream(say("In Porto."))
+    agent = agent_on(model, stores)
+    ranking = threading.Event()
+    rank = agent._rank
+
+    def slow_rank(*args: object, **kwargs: object) -> object:
+        ranking.set()
+        time.sleep(0.3)
+        return rank(*args, **kwargs)
+
+    monkeypatch.setattr(agent, "_rank", slow_rank)
+    word = threading.Thread(target=agent.prepare, args=("Where does my",))
+    word.start()
+    assert ranking.wait(5)
+    assert agent.speculate(QUESTION), "waited for the word's memories, then asked"
+    word.join(5)
+    assert agent.respond(heard(QUESTION)).reply == "In Porto."
+    assert agent.speculated.taken == 1 and len(model.calls) == 1

@@ -11,6 +11,7 @@ times per event), then a short fallback message is said instead.
 
 from __future__ import annotations
 
+import itertools
 import json
 import logging
 import threading
@@ -294,6 +295,11 @@ class Agent:
         self.reads_ahead = False
         # Set from the first draft of a message read ahead until the message's turn ends.
         self._drafting = False
+        # Drafts in the order they arrived, and the newest one whose prompt was made; held
+        # while a draft's prompt is made and its speculation replaced.
+        self._draft_order = itertools.count()
+        self._draft_made = -1
+        self._draft_lock = threading.Lock()
         # Told of the stages of the turn under way (respond's on_stage).
         self._on_stage: Callable[[str], None] = _no_stage
         # Summaries swapped in from the background so far.
@@ -770,10 +776,12 @@ class Agent:
         the turn would send, so if that is what comes, the turn reads almost nothing new. The
         window is not changed and nothing is recorded; a different message later only wastes
         the read. False if a turn is under way (it is not disturbed)."""
-        ahead = self._draft_prompt(text)
-        if ahead is None:
-            return False
-        self.drop_speculation()  # the user went on speaking: it was not the turn
+        arrived = next(self._draft_order)
+        with self._draft_lock:
+            ahead = self._draft_prompt(text, arrived)
+            if ahead is None:
+                return False
+            self.drop_speculation()  # the user went on speaking: it was not the turn
         try:
             self.llm.complete(ahead, max_tokens=1, temperature=0.0)
         except LLMError as error:
@@ -786,14 +794,16 @@ class Agent:
         its reply while the end-of-turn silence runs out (assistant/agent/speculation.py).
         The turn takes the reply over if it sends the same request; any speculation before is
         dropped. False if a turn is under way."""
-        ahead = self._draft_prompt(text)
-        if ahead is None:
-            return False
-        only = first_tool(text, self.tools)
-        grounded = only is None and asks_about_their_life(text)
-        request, ask = self._request(ahead, self._native_llm(), only, grounded)
-        self.drop_speculation()
-        self._speculation = Speculation(request, ask, self.gate.foreground)
+        arrived = next(self._draft_order)
+        with self._draft_lock:
+            ahead = self._draft_prompt(text, arrived)
+            if ahead is None:
+                return False
+            only = first_tool(text, self.tools)
+            grounded = only is None and asks_about_their_life(text)
+            request, ask = self._request(ahead, self._native_llm(), only, grounded)
+            self.drop_speculation()
+            self._speculation = Speculation(request, ask, self.gate.foreground)
         return True
 
     def drop_speculation(self) -> None:
@@ -803,10 +813,16 @@ class Agent:
             self.speculated.dropped += 1
             speculation.cancel()
 
-    def _draft_prompt(self, text: str) -> list[Message] | None:
+    def _draft_prompt(self, text: str, arrived: int) -> list[Message] | None:
         """The prompt a turn saying ``text`` would send now, with the memories its drafts
-        carry; None while a turn holds the window (or for nothing)."""
-        if not text.strip() or not self._window.acquire(blocking=False):
+        carry; None while a turn holds the window, for nothing, or for a draft that arrived
+        before one already made (drafts come from more than one thread: a word's read ahead
+        must not drop the speculation on the sentence typed after it). Called holding
+        ``_draft_lock``."""
+        if not text.strip() or arrived < self._draft_made:
+            return None
+        self._draft_made = arrived
+        if not self._window.acquire(blocking=False):
             return None
         try:
             self._drafting = True

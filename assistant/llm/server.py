@@ -199,6 +199,13 @@ class LocalLLMServer:
             "1",
             "--cache-reuse",
             str(options.cache_reuse),
+            # No prompt cache in RAM. It keeps copies of a slot's KV cache to switch between
+            # conversations (up to 8 GiB a server by default): every prompt that keeps less
+            # than half of the slot, as each compaction's does, saves a copy of the whole slot
+            # (5 in a 40-turn run of benchmarks/turn.py). One conversation a server has
+            # nothing to switch to, and a restart reads the slot file (slots.py).
+            "--cache-ram",
+            "0",
             "--cache-type-k",
             options.kv_cache_type,
             "--cache-type-v",

@@ -95,6 +95,8 @@ class Say(Wire):
 
 # A client sends a draft as each word is finished (and when typing pauses).
 DRAFT_WORD_ENDS = (" ", ",", ".", "?", "!", ";", ":")
+# A draft that ends so is likely the whole message: its reply is asked for at once.
+SENTENCE_ENDS = (".", "?", "!")
 
 
 class Draft(Wire):

@@ -67,6 +67,7 @@ from assistant.service.protocol import (
     MAX_LINE_BYTES,
     MAX_SAY_CHARS,
     PROTOCOL_VERSION,
+    SENTENCE_ENDS,
     Bye,
     Cancel,
     Draft,
@@ -538,7 +539,7 @@ class AssistantService:
             case Say():
                 self._accept(client.name, request, client.send)
             case Draft():
-                self._read_draft(request.text)
+                self._read_draft(request.text, speculate=request.text.endswith(SENTENCE_ENDS))
             case Cancel():
                 if self.running is not None:
                     self.running.cancel.set()
@@ -625,7 +626,8 @@ class AssistantService:
         """Read a draft ahead while no turn runs or waits: one at a time, and of the drafts
         that come during a read only the newest is read next (a turn that starts meanwhile
         waits at most for the read under way to end). ``speculate``: the words heard at a
-        pause in speech, likely the turn, whose reply is asked for at once."""
+        pause in speech, or a typed draft that ends a sentence, likely the turn, whose reply
+        is asked for at once (the next draft drops it)."""
         if self.running is not None or self.waiting:
             return
         if not text.strip() or len(text) > MAX_SAY_CHARS:
