@@ -24,6 +24,7 @@ from assistant.agent.actions import Action, ActionError
 from assistant.agent.compaction import SUMMARY_WORDS, CompactionStart, Compactor, summarise
 from assistant.agent.context import MESSAGE_OVERHEAD_TOKENS, ContextWindow, ahead_of_a_turn
 from assistant.agent.context_store import save_context
+from assistant.agent.copies import RecentReplies
 from assistant.agent.deferred import Deferred
 from assistant.agent.draft_memories import DraftMemories
 from assistant.agent.events import Event, UserText, UserUtterance, from_user
@@ -32,6 +33,7 @@ from assistant.agent.refusal import WILLING_PATTERN, RefusalGuard
 from assistant.agent.routing import asks_about_their_life, first_tool
 from assistant.agent.speculation import Request, Speculation, Tally
 from assistant.agent.streaming import ReplyStream
+from assistant.agent.sympathy import unwanted_openings
 from assistant.agent.tools import (
     TOOLS,
     SendMessage,
@@ -280,6 +282,8 @@ class Agent:
         # The messages said in the last turn, and the memory-stream record of each, for a
         # barge-in to mark what was not heard.
         self._said: list[tuple[str, str | None]] = []
+        # The openings of the last few replies, which the next may not copy.
+        self._replies = RecentReplies()
         self._sleep = sleep
         # Held while an event is handled: background LLM work waits for it (priority.py).
         self.gate = gate or ForegroundGate()
@@ -461,7 +465,10 @@ class Agent:
         while attempt < self.config.attempts:
             attempt += 1
             streamed = ReplyStream(native is not None)
-            guard = RefusalGuard(armed=not asked_again)
+            guard = RefusalGuard(
+                armed=not asked_again,
+                unwanted=unwanted_openings(self.heard) + self._replies.openings(),
+            )
             try:
                 deltas = cancellable(self._ask(native, only, grounded, asked_again), cancel)
                 for delta in deltas:
@@ -483,7 +490,7 @@ class Agent:
                     self._interrupted("".join(shown), turn)
                     return None
                 if guard.refused:
-                    log.warning("the reply opened with a refusal; asking once more")
+                    log.warning("the reply opened with a refusal, undue sympathy or an old reply")
                     asked_again = True
                     attempt -= 1
                     continue
@@ -614,6 +621,7 @@ class Agent:
             record_id = self._remember("assistant", message)
             self.context.push({"role": "assistant", "content": action.as_history()}, record_id)
             self._said.append((message, record_id))
+            self._replies.add(message)
             turn.reply = f"{turn.reply}\n{message}".strip()
             turn.steps.append(Step(action.tool, arguments, "sent"))
             if action.request_heartbeat:

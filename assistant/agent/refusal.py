@@ -83,20 +83,23 @@ def _normal(text: str) -> str:
 class RefusalGuard:
     """Feed it the text of one reply as it streams; it returns what may be shown now."""
 
-    def __init__(self, armed: bool = True) -> None:
+    def __init__(self, armed: bool = True, unwanted: tuple[str, ...] = ()) -> None:
+        """``unwanted``: openings held back like a refusal's for this reply (lower-case;
+        sympathy.py's, where nothing went wrong)."""
         self.refused = False
         self._held = ""
         self._open = not armed
+        self._openings = OPENINGS + unwanted
 
     def feed(self, piece: str) -> str:
         if self._open or not piece:
             return piece
         self._held += piece
         opening = _normal(self._held)
-        if any(opening.startswith(refusal) for refusal in OPENINGS):
+        if any(opening.startswith(refusal) for refusal in self._openings):
             self.refused = True
             return ""
-        if any(refusal.startswith(opening) for refusal in OPENINGS):
+        if any(refusal.startswith(opening) for refusal in self._openings):
             return ""
         return self.flush()
 

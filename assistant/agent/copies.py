@@ -1,0 +1,56 @@
+"""A reply never opens by copying an earlier one.
+
+The 0.5B model, deep in a conversation, answers new messages with an earlier reply word for
+word: "I'm so happy! A new job, how exciting." was the reply to a question about houseplants, a
+dentist's appointment and a run with a friend (21 of 39 turns in one run of the turn
+benchmark, 2026-11-26), and "Good for Leeds! I'll remember that." for unrelated news in
+another. The first sentences of each recent reply (four words at least) are an opening the
+next reply may not have: the refusal guard (refusal.py) holds the reply while it could still
+be one, and one that is, is asked for once more, held to open willingly.
+"""
+
+from __future__ import annotations
+
+import re
+from collections import deque
+from collections.abc import Iterable
+
+# Shorter openings ("Okay.", "Got it!") are fine to say again.
+MIN_WORDS = 4
+# How many recent replies are remembered.
+RECENT = 12
+
+_SENTENCE = re.compile(r".+?[.!?](?=\s|$)", re.DOTALL)
+
+
+def _normal(text: str) -> str:
+    return " ".join(text.replace("\u2019", "'").lower().split())
+
+
+def opening(message: str) -> str:
+    """The message's first sentences, as few as make ``MIN_WORDS`` words ("I'm so happy! A
+    new job, how exciting." from the first two); all of it if it has fewer."""
+    text = message.strip()
+    words = 0
+    for sentence in _SENTENCE.finditer(text):
+        words += len(sentence.group(0).split())
+        if words >= MIN_WORDS:
+            return text[: sentence.end()]
+    return text
+
+
+class RecentReplies:
+    """The openings of the last few replies, as the refusal guard compares them."""
+
+    def __init__(self, replies: Iterable[str] = ()) -> None:
+        self._openings: deque[str] = deque(maxlen=RECENT)
+        for reply in replies:
+            self.add(reply)
+
+    def add(self, reply: str) -> None:
+        start = _normal(opening(reply))
+        if len(start.split()) >= MIN_WORDS:
+            self._openings.append(start)
+
+    def openings(self) -> tuple[str, ...]:
+        return tuple(dict.fromkeys(self._openings))

@@ -1,0 +1,48 @@
+"""A reply never opens by copying an earlier one (agent/copies.py): held back like a refusal
+and asked for once more."""
+
+from __future__ import annotations
+
+from assistant.agent.agent import Agent, AgentConfig, instructions
+from assistant.agent.context import ContextConfig, ContextWindow
+from assistant.agent.copies import RECENT, RecentReplies, opening
+from assistant.agent.events import UserText
+from assistant.agent.refusal import RefusalGuard
+from assistant.agent.tools import Stores
+from tests.agent_helpers import ScriptedStream, say
+
+JOB = "I'm so happy! A new job, how exciting."
+LEEDS = "Good for you, Leeds is a great city! I'll remember that."
+
+
+def test_the_first_sentences_of_a_reply_are_its_opening() -> None:
+    assert opening(LEEDS) == "Good for you, Leeds is a great city!"
+    assert opening(JOB) == JOB, "'I'm so happy!' alone is too short to tell"
+    assert opening("Dr. Ruiz is at 3 p.m. on Friday") == "Dr. Ruiz is at 3 p.m."
+    assert opening("No end at all") == "No end at all"
+    replies = RecentReplies([LEEDS, "Okay.", "Got it!", "Good for you, leeds is a  great city!"])
+    assert replies.openings() == ("good for you, leeds is a great city!",), "short ones go"
+    replies = RecentReplies(f"Reply number {n} to you." for n in range(RECENT + 5))
+    assert len(replies.openings()) == RECENT and "reply number 0 to you." not in replies.openings()
+
+
+def test_the_guard_holds_a_copy_and_lets_a_new_reply_through_once_it_parts() -> None:
+    openings = RecentReplies([LEEDS]).openings()
+    guard = RefusalGuard(unwanted=openings)
+    assert guard.feed("Good for you, Leeds is a great city!") == "" and guard.refused
+    guard = RefusalGuard(unwanted=openings)
+    assert guard.feed("Good for you") == ""
+    assert guard.feed(", Sam!") == "Good for you, Sam!", "released the moment it parts"
+
+
+def test_a_reply_copying_an_earlier_one_is_asked_again(stores: Stores) -> None:
+    context = ContextWindow(instructions(), stores.core, ContextConfig(window_tokens=4096))
+    llm = ScriptedStream(
+        say(JOB), say(JOB + " Water them weekly."), say("Sure: a list with watering days.")
+    )
+    agent = Agent(llm, stores, context, AgentConfig())
+    assert agent.respond(UserText("I got the job at the studio!")).reply == JOB
+    pieces: list[str] = []
+    turn = agent.respond(UserText("How do I keep track of houseplants?"), on_text=pieces.append)
+    assert turn.reply == "Sure: a list with watering days." == "".join(pieces)
+    assert len(llm.calls) == 3, "the copy was neither shown nor kept, and asked again once"
