@@ -27,3 +27,18 @@ def repeats(said: str, reply: str) -> bool:
 def repeated_share(pairs: Sequence[tuple[str, str]]) -> str:
     """How many of the (said, reply) pairs repeat the user, as "k/n"."""
     return f"{sum(repeats(said, reply) for said, reply in pairs)}/{len(pairs)}"
+
+
+def copied_share(replies: Sequence[str]) -> str:
+    """How many replies open as an earlier one of the run did (its first sentences, four words
+    at least: the agent's own test, assistant/agent/copies.py), as "k/n"."""
+    from assistant.agent.copies import MIN_WORDS, opening
+
+    seen: set[str] = set()
+    copied = 0
+    for reply in replies:
+        start = " ".join(opening(reply).lower().split())
+        if len(start.split()) >= MIN_WORDS:
+            copied += start in seen
+            seen.add(start)
+    return f"{copied}/{len(replies)}"

@@ -44,8 +44,9 @@ model's own vocabulary.
 ``--json`` prints ``{"<profile>": {"first_token_ms", "first_word_ms", "first_sentence_ms",
 "new_prompt_tokens", "least_new_prompt_tokens" (each {"p50", "p95", "max"}), "cache_speedup",
 "defeated": {"first_token_ms", "first_sentence_ms"}, "turns", "replied", "compactions",
-"flushes", "server", "context_window", "pause_s", "typing_cps", "enter_after_s"}}``;
-otherwise a table.
+"flushes", "server", "context_window", "pause_s", "typing_cps", "enter_after_s",
+"replies_repeating_the_user", "replies_copying_an_earlier_one" (each "k/n")}}``; otherwise a
+table.
 Per-turn lines go to stderr: the tokens each request of the turn read (``a+b``), the first
 token and word, when the request went out (``asked at``), when a draft read still under way
 at Enter ended (the turn's request waits for it on the server), and whether a summary was
@@ -70,7 +71,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from benchmarks.replies import repeated_share
+from benchmarks.replies import copied_share, repeated_share
 from benchmarks.stats import percentiles
 
 CONVERSATION = (
@@ -405,6 +406,7 @@ def bench_profile(
         "replied": reused.replied,
         # Replies that only repeat the user's message (benchmarks/replies.py).
         "replies_repeating_the_user": repeated_share(reused.exchanges),
+        "replies_copying_an_earlier_one": copied_share([reply for _, reply in reused.exchanges]),
         "compactions": reused.compactions,
         "flushes": reused.flushes,
         "server": server,
@@ -425,8 +427,9 @@ def table(report: dict[str, dict[str, Any]]) -> str:
         "",
         "| profile | server | first token ms | first word ms | first sentence ms | "
         "new prompt tokens | least new prompt tokens | defeated: first sentence ms | "
-        "cache speedup | compactions (flushes) | replied | replies repeating the user |",
-        "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |",
+        "cache speedup | compactions (flushes) | replied | replies repeating the user | "
+        "replies copying an earlier one |",
+        "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |",
     ]
     for profile, figures in report.items():
         lines.append(
@@ -437,7 +440,8 @@ def table(report: dict[str, dict[str, Any]]) -> str:
             f"{cell(figures['defeated']['first_sentence_ms'])} | "
             f"{figures['cache_speedup']:.2f}x | {figures['compactions']} "
             f"({figures['flushes']}) | {figures['replied']}/{figures['turns']} | "
-            f"{figures['replies_repeating_the_user']} |"
+            f"{figures['replies_repeating_the_user']} | "
+            f"{figures['replies_copying_an_earlier_one']} |"
         )
     return "\n".join(lines)
 

@@ -1,6 +1,7 @@
-"""The benchmarks' check for a reply that only repeats the user's words."""
+"""The benchmarks' checks for a reply that only repeats the user's words, or an earlier
+reply."""
 
-from benchmarks.replies import repeated_share, repeats
+from benchmarks.replies import copied_share, repeated_share, repeats
 
 
 def test_a_reply_that_copies_the_user_repeats_them() -> None:
@@ -25,3 +26,14 @@ def test_the_share_counts_the_pairs() -> None:
         ("Tell me a joke.", "Why did the tomato blush?"),
     ]
     assert repeated_share(pairs) == "1/2"
+
+
+def test_a_reply_opening_as_an_earlier_one_is_counted_once_it_is_long_enough() -> None:
+    replies = [
+        "I'm so happy! A new job, how exciting.",
+        "Okay.",
+        "Okay.",
+        "I'm so happy!  A new job, how exciting. Water them weekly.",
+        "I'm so happy! What a lovely name.",
+    ]
+    assert copied_share(replies) == "1/5"
