@@ -58,6 +58,8 @@ def test_the_guard_holds_sympathy_back_only_when_told() -> None:
     guard = RefusalGuard(unwanted=SYMPATHY_OPENINGS)
     assert guard.feed("I'm sorry") == ""
     assert guard.feed(", I misread that.") == "I'm sorry, I misread that.", "an apology passes"
+    guard = RefusalGuard(unwanted=SYMPATHY_OPENINGS)
+    assert guard.feed("I'm sorry about the change to your appointment.") == "" and guard.refused
 
 
 def test_condolences_for_plain_news_are_asked_again(stores: Stores) -> None:

@@ -28,6 +28,7 @@ from assistant.agent.copies import RecentReplies
 from assistant.agent.deferred import Deferred
 from assistant.agent.draft_memories import DraftMemories
 from assistant.agent.events import Event, UserText, UserUtterance, from_user
+from assistant.agent.grounding import GroundCheck
 from assistant.agent.loops import LoopStop
 from assistant.agent.refusal import WILLING_PATTERN, RefusalGuard
 from assistant.agent.routing import asks_about_their_life, first_tool
@@ -36,6 +37,7 @@ from assistant.agent.streaming import ReplyStream
 from assistant.agent.sympathy import unwanted_openings
 from assistant.agent.tools import (
     TOOLS,
+    UNKNOWN_PATTERN,
     SendMessage,
     Stores,
     Tool,
@@ -277,6 +279,8 @@ class Agent:
         self.grounded = action_schema(messages_only, True)
         # The message asked for after one that opened by refusing (refusal.py).
         self.willing = action_schema(messages_only, opening=WILLING_PATTERN)
+        # The answer asked for after one that made up what it was not told (grounding.py).
+        self.admitting = action_schema(messages_only, opening=UNKNOWN_PATTERN)
         self.conversation_id = conversation_id
         self._warned = False
         # The messages said in the last turn, and the memory-stream record of each, for a
@@ -447,6 +451,7 @@ class Agent:
         word is said at once (the user's request is being done)."""
         overflowed = False
         asked_again = False
+        admitting = False
         native = self._native_llm()
         separated = not turn.reply  # a second message this turn starts on a new line
         shown: list[str] = []
@@ -469,17 +474,20 @@ class Agent:
                 armed=not asked_again,
                 unwanted=unwanted_openings(self.heard) + self._replies.openings(),
             )
+            ground = GroundCheck(self._prompt_text(), armed=grounded and not admitting)
             try:
-                deltas = cancellable(self._ask(native, only, grounded, asked_again), cancel)
+                deltas = cancellable(
+                    self._ask(native, only, grounded, asked_again, admitting), cancel
+                )
                 for delta in deltas:
                     if self._observing is not None:
                         self._observing[1].start()
-                    show(loop.feed(guard.feed(streamed.feed(delta))))
+                    show(loop.feed(guard.feed(ground.feed(streamed.feed(delta)))))
                     if acknowledging and self._speaks_for_itself(streamed.tool_named):
                         acknowledging = False
                         if not (turn.ahead or turn.reply or shown):
                             self._acknowledge(turn, on_text)
-                    if cancel.is_set() or guard.refused or loop.looping:
+                    if cancel.is_set() or guard.refused or loop.looping or ground.invented:
                         break
                 deltas.close()  # a refusal or a loop: the server stops writing it
                 if loop.looping:
@@ -492,6 +500,14 @@ class Agent:
                 if guard.refused:
                     log.warning("the reply opened with a refusal, undue sympathy or an old reply")
                     asked_again = True
+                    attempt -= 1
+                    continue
+                show(loop.feed(guard.feed(ground.flush())))
+                if ground.invented and not ground.cut:
+                    log.warning(
+                        "the answer said what it was not told %s; asking again", ground.invented
+                    )
+                    admitting = True
                     attempt -= 1
                     continue
                 show(loop.feed(guard.flush()))
@@ -517,7 +533,8 @@ class Agent:
             self._failed(turn, "the LLM gave no usable reply")
             return None
         said, outcome = streamed.finish(self.tools)
-        if loop.dropped and isinstance(outcome, Action) and outcome.tool == "send_message":
+        cut = loop.dropped or ground.cut
+        if cut and isinstance(outcome, Action) and outcome.tool == "send_message":
             # What is kept is what the user saw: a repeat left in the history invites more.
             message = SendMessage(message="".join(shown).strip())
             outcome = Action("send_message", message, outcome.request_heartbeat)
@@ -536,12 +553,16 @@ class Agent:
         only: str | None = None,
         grounded: bool = False,
         willing: bool = False,
+        admitting: bool = False,
     ) -> Iterator[StreamDelta]:
         """The step's reply as it streams: with the tools offered natively, or (no ``native``)
         held to the action schema, its text as content; ``only``: that tool only; ``willing``:
-        a message that opens willingly (after a refusal). The reply speculated at the user's
+        a message that opens willingly (after a refusal); ``admitting``: one that says it does
+        not know (after an answer that made something up). The reply speculated at the user's
         pause is taken over if it was this very request."""
-        request, ask = self._request(self.context.messages(), native, only, grounded, willing)
+        request, ask = self._request(
+            self.context.messages(), native, only, grounded, willing, admitting
+        )
         self._on_stage("prompt_sent")
         speculation, self._speculation = self._speculation, None
         if speculation is not None:
@@ -562,6 +583,7 @@ class Agent:
         only: str | None,
         grounded: bool = False,
         willing: bool = False,
+        admitting: bool = False,
     ) -> tuple[Request, Callable[[], Iterator[StreamDelta]]]:
         """A step's request, comparable, and how to send it."""
         max_tokens = self.context.config.reply_tokens
@@ -577,6 +599,8 @@ class Agent:
             schema = self.grounded
         if willing:
             schema = self.willing
+        if admitting:
+            schema = self.admitting
         if native is not None:
             request = Request.of(
                 messages, tools=tools, max_tokens=max_tokens, temperature=temperature
@@ -593,6 +617,10 @@ class Agent:
 
         options = {"schema": schema, "max_tokens": max_tokens, "temperature": temperature}
         return Request.of(messages, **options), text
+
+    def _prompt_text(self) -> str:
+        """All the prompt says (what an answer may take its facts from)."""
+        return "\n".join(message["content"] for message in self.context.messages())
 
     @staticmethod
     def _asks(event: Event) -> bool:

@@ -1,0 +1,86 @@
+"""An answer about the user's life says nothing it was not told.
+
+Asked first whether what it sees holds the answer (tools.py, ``grounded``), the 1.5B model
+still says yes and makes one up: "Your dentist's name is Dr. Johnson.", "Luis is 31 years
+old.", "Your flight to Berlin is scheduled for Monday at 10:00 AM." (4 of 5 unknowns in one
+run of the reply probes, docs/BENCHMARKS.md, "Judgement"). What such an answer adds is a
+name, a number, a day: words that stand out, and that a true answer copies from the memories
+or the conversation. So each sentence of the answer is held until it ends and checked by code:
+a name (a capitalised word inside the sentence) or a number that appears nowhere in the prompt
+is an invention. One in the first sentence, and the answer is asked for again, held to admit
+it does not know; one later, and the answer ends before that sentence.
+"""
+
+from __future__ import annotations
+
+import re
+
+_ENDS = ".!?"
+# What a capitalised word that is no name follows: a sentence's end, or a colon.
+_OPENS = (".", "!", "?", ":")
+# Which end in a full stop and are followed by a name.
+_TITLES = ("Dr.", "Mr.", "Mrs.", "Ms.", "Prof.", "St.")
+# A number (a time, a date, an age: "10:00", "26th", "31") or a capitalised word.
+_FACT = re.compile(r"\d[\d:.,/]*(?:st|nd|rd|th)?|[A-Z][a-z]+(?:['\u2019-][A-Za-z]+)*")
+_WORD = re.compile(r"[\w'\u2019-]+")
+
+
+def _words(text: str) -> set[str]:
+    return {word.lower() for word in _WORD.findall(text)}
+
+
+def invented(sentence: str, known: set[str]) -> list[str]:
+    """The facts of ``sentence`` (its names past the first word, its numbers) that are not
+    among the ``known`` words (lower-case)."""
+    found = []
+    for match in _FACT.finditer(sentence):
+        fact = match.group(0).rstrip(".,")
+        before = sentence[: match.start()].rstrip(" \"'")
+        opens = not before or (before.endswith(_OPENS) and not before.endswith(_TITLES))
+        if not fact or (fact[0].isupper() and opens):
+            continue  # a sentence's first word is capitalised anyway
+        base = re.sub(r"(?<=\d)(st|nd|rd|th)$", "", fact.lower())
+        if fact.lower() not in known and base not in known and base.split("'")[0] not in known:
+            found.append(fact)
+    return found
+
+
+class GroundCheck:
+    """Feed it an answer's text as it streams; it returns each sentence once it ended and
+    holds nothing it was not told. ``invented`` once one did (nothing of it is returned);
+    ``cut`` if sentences before it were."""
+
+    def __init__(self, prompt: str, armed: bool = True) -> None:
+        self.invented: list[str] = []
+        self.cut = False
+        self._known = _words(prompt)
+        self._armed = armed
+        self._sentence = ""
+        self._released = False
+
+    def feed(self, piece: str) -> str:
+        if not self._armed or self.invented:
+            return "" if self.invented else piece
+        shown = ""
+        for char in piece:
+            if char.isspace() and self._sentence.rstrip().endswith(tuple(_ENDS)):
+                shown += self._end(char)
+            else:
+                self._sentence += char
+        return shown
+
+    def flush(self) -> str:
+        """The last sentence, at the end of the answer (checked like the others)."""
+        if not self._armed or self.invented:
+            return ""
+        return self._end("")
+
+    def _end(self, space: str) -> str:
+        sentence, self._sentence = self._sentence, ""
+        facts = invented(sentence, self._known)
+        if facts:
+            self.invented = facts
+            self.cut = self._released
+            return ""
+        self._released |= bool(sentence.strip())
+        return sentence + space

@@ -1,0 +1,71 @@
+"""An answer about the user's life says nothing it was not told (agent/grounding.py)."""
+
+from __future__ import annotations
+
+import json
+
+from assistant.agent.agent import Agent, AgentConfig, instructions
+from assistant.agent.context import ContextConfig, ContextWindow
+from assistant.agent.events import UserText
+from assistant.agent.grounding import GroundCheck, invented
+from assistant.agent.tools import UNKNOWN_PATTERN, Stores
+from tests.agent_helpers import ScriptedStream, say
+
+KNOWN = (
+    "User: My brother Luis lives in Valencia and works as a nurse. Dr. Ruiz on the 4th at 10:30."
+)
+
+
+def known(words: str) -> set[str]:
+    return {w.lower().strip(".,:") for w in words.split()}
+
+
+def test_names_and_numbers_not_in_the_prompt_are_inventions() -> None:
+    words = known(KNOWN)
+    assert invented("Your dentist's name is Dr. Johnson.", words) == ["Johnson"]
+    assert invented("Luis is 31 years old.", words) == ["31"]
+    assert invented("Your flight is on Monday at 10:00.", words) == ["Monday", "10:00"]
+    assert invented("Luis lives in Valencia.", words) == [], "the first word is no name"
+    assert invented("He sees Dr. Ruiz on the 4th at 10:30.", words) == []
+    assert invented("I don't know. You haven't told me.", words) == []
+
+
+def test_the_check_holds_each_sentence_until_it_ends() -> None:
+    check = GroundCheck(KNOWN)
+    assert check.feed("Luis lives in Val") == ""
+    assert check.feed("encia. He is") == "Luis lives in Valencia. "
+    assert check.feed(" 31.") == "" and check.flush() == ""
+    assert check.invented == ["31"] and check.cut
+    idle = GroundCheck(KNOWN, armed=False)
+    assert idle.feed("Luis is 31.") == "Luis is 31." and idle.flush() == ""
+
+
+def grounded(message: str) -> str:
+    return json.dumps({"known": True, "message": message})
+
+
+def agent(llm: ScriptedStream, stores: Stores) -> Agent:
+    context = ContextWindow(instructions(), stores.core, ContextConfig(window_tokens=4096))
+    return Agent(llm, stores, context, AgentConfig())
+
+
+def test_a_made_up_answer_is_asked_again_to_admit_it(stores: Stores) -> None:
+    llm = ScriptedStream(
+        grounded("Your dentist's name is Dr. Johnson."),
+        say("I don't know, you haven't told me."),
+    )
+    pieces: list[str] = []
+    turn = agent(llm, stores).respond(UserText("What's my dentist's name?"), on_text=pieces.append)
+    assert turn.reply == "I don't know, you haven't told me." == "".join(pieces)
+    assert len(llm.calls) == 2
+    [shape] = llm.schemas[1]["anyOf"]  # type: ignore[index]
+    assert shape["properties"]["message"]["pattern"] == UNKNOWN_PATTERN, "held to admit it"
+
+
+def test_what_was_told_is_answered_and_a_made_up_addition_cut(stores: Stores) -> None:
+    stores.stream.add("User: My brother Luis lives in Valencia.", importance=6)
+    llm = ScriptedStream(grounded("Luis lives in Valencia. He moved there in 2019."))
+    pieces: list[str] = []
+    turn = agent(llm, stores).respond(UserText("Where does Luis live?"), on_text=pieces.append)
+    assert turn.reply == "Luis lives in Valencia." == "".join(pieces).strip()
+    assert len(llm.calls) == 1
