@@ -7,7 +7,7 @@ import json
 from assistant.agent.agent import Agent, AgentConfig, instructions
 from assistant.agent.context import ContextConfig, ContextWindow
 from assistant.agent.events import UserText
-from assistant.agent.grounding import GroundCheck, invented
+from assistant.agent.grounding import GroundCheck, about_what_they_told, invented
 from assistant.agent.tools import UNKNOWN_PATTERN, Stores
 from tests.agent_helpers import ScriptedStream, say
 
@@ -69,3 +69,12 @@ def test_what_was_told_is_answered_and_a_made_up_addition_cut(stores: Stores) ->
     turn = agent(llm, stores).respond(UserText("Where does Luis live?"), on_text=pieces.append)
     assert turn.reply == "Luis lives in Valencia." == "".join(pieces).strip()
     assert len(llm.calls) == 1
+
+
+def test_general_knowledge_about_a_name_is_not_checked() -> None:
+    question = "What's the capital of France?"
+    assert not about_what_they_told(question, f"instructions\n{question}")
+    assert about_what_they_told(
+        "When is Ana's birthday?", "User: my sister Ana\nWhen is Ana's birthday?"
+    )
+    assert about_what_they_told("What's my dentist's name?", "What's my dentist's name?")

@@ -28,7 +28,7 @@ from assistant.agent.copies import RecentReplies
 from assistant.agent.deferred import Deferred
 from assistant.agent.draft_memories import DraftMemories
 from assistant.agent.events import Event, UserText, UserUtterance, from_user
-from assistant.agent.grounding import GroundCheck
+from assistant.agent.grounding import GroundCheck, about_what_they_told
 from assistant.agent.loops import LoopStop
 from assistant.agent.refusal import WILLING_PATTERN, RefusalGuard
 from assistant.agent.routing import asks_about_their_life, first_tool
@@ -474,7 +474,9 @@ class Agent:
                 armed=not asked_again,
                 unwanted=unwanted_openings(self.heard) + self._replies.openings(),
             )
-            ground = GroundCheck(self._prompt_text(), armed=grounded and not admitting)
+            prompt = self._prompt_text()
+            checked = grounded and not admitting and about_what_they_told(self.heard, prompt)
+            ground = GroundCheck(prompt, armed=checked)
             try:
                 deltas = cancellable(
                     self._ask(native, only, grounded, asked_again, admitting), cancel

@@ -25,6 +25,19 @@ _FACT = re.compile(r"\d[\d:.,/]*(?:st|nd|rd|th)?|[A-Z][a-z]+(?:['\u2019-][A-Za-z
 _WORD = re.compile(r"[\w'\u2019-]+")
 
 
+def about_what_they_told(question: str, prompt: str) -> bool:
+    """Whether the answer to ``question`` must come from what the user told: it is about
+    them ("my", "I") or names someone the prompt knows besides the question ("When is Ana's
+    birthday?"), not general knowledge about a name ("What's the capital of France?")."""
+    if re.search(r"\b(i|i'm|me|my|mine|we|our|us)\b", question.replace("\u2019", "'"), re.I):
+        return True
+    known = _words(prompt.replace(question, " "))
+    names = invented(question, set())
+    return any(
+        re.split("['\u2019]", name.lower())[0] in known for name in names if name[0].isupper()
+    )
+
+
 def _words(text: str) -> set[str]:
     return {word.lower() for word in _WORD.findall(text)}
 
