@@ -16,7 +16,7 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import AsyncIterator, Callable
 from pathlib import Path
 
 import pytest
@@ -457,15 +457,28 @@ def drafts_read(running: InProcess, release: threading.Event | None = None) -> l
     return read
 
 
-async def test_drafts_sent_during_a_read_leave_only_the_newest_to_read(
+@contextlib.asynccontextmanager
+async def typing_into(
     loaded_for: Callable[..., LoadedConfig], start_service: Callable[..., InProcess]
-) -> None:
+) -> AsyncIterator[tuple[ServiceClient, list[str], threading.Event]]:
+    """A terminal client of a service whose draft reads are noted (``drafts_read``), each
+    lasting until the event is set."""
     with scripted_endpoint("stream", action("Noted.")) as (url, _):
         loaded = loaded_for(**{"llm.base_url": url})
         running = start_service(loaded)
         release = threading.Event()
         read = drafts_read(running, release)
         client = await ServiceClient.connect(loaded, "tui", start=False)
+        try:
+            yield client, read, release
+        finally:
+            await client.close()
+
+
+async def test_drafts_sent_during_a_read_leave_only_the_newest_to_read(
+    loaded_for: Callable[..., LoadedConfig], start_service: Callable[..., InProcess]
+) -> None:
+    async with typing_into(loaded_for, start_service) as (client, read, release):
         for draft in ("Where", "Where does", "Where does my", "Where does my sister"):
             await client.send(Draft(text=draft))
         await wait_for(lambda: read == ["Where"], 10)
@@ -473,18 +486,12 @@ async def test_drafts_sent_during_a_read_leave_only_the_newest_to_read(
         await wait_for(lambda: read == ["Where", "Where does my sister"], 10)
         await asyncio.sleep(0.3)
         assert read == ["Where", "Where does my sister"], "the drafts in between were skipped"
-        await client.close()
 
 
 async def test_a_typed_draft_that_ends_a_sentence_has_its_reply_asked_for(
     loaded_for: Callable[..., LoadedConfig], start_service: Callable[..., InProcess]
 ) -> None:
-    with scripted_endpoint("stream", action("Noted.")) as (url, _):
-        loaded = loaded_for(**{"llm.base_url": url})
-        running = start_service(loaded)
-        release = threading.Event()
-        read = drafts_read(running, release)
-        client = await ServiceClient.connect(loaded, "tui", start=False)
+    async with typing_into(loaded_for, start_service) as (client, read, release):
         await client.send(Draft(text="Where does"))
         await wait_for(lambda: read == ["Where does"], 10)
         await client.send(Draft(text="Where does my sister live?"))
@@ -492,7 +499,6 @@ async def test_a_typed_draft_that_ends_a_sentence_has_its_reply_asked_for(
         release.set()
         await asyncio.sleep(0.3)
         assert len(read) == 2, "asked for at once, beside the read under way, and only once"
-        await client.close()
 
 
 async def test_words_heard_at_a_pause_have_their_reply_asked_for_and_others_are_read(
