@@ -96,10 +96,13 @@ def test_silence_and_noise_are_not_heard(fast_stt: WhisperSTT) -> None:
 
 @pytest.mark.slow
 def test_a_loop_the_model_really_makes_in_a_short_window_is_cut(
-    fast_stt: WhisperSTT, monkeypatch: pytest.MonkeyPatch
+    fast_stt: WhisperSTT, fast_settings: Settings, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """With a 1 s floor tiny.en repeats short cards until the token cap (measured: "10 of
-    clubs. 10 of clubs. 10 of clubs"); the guards give each card once."""
+    clubs. 10 of clubs. 10 of clubs"); the guards give each card once, heard as well as the
+    full window hears it (which on an AVX2-only EPYC hears "four queen of clubs" as "for Queen
+    of Clothes": the model's mistake, not the guards')."""
+    full = WhisperSTT(ProfileModels(fast_settings).stt().directory, window="full")
     window = fast_stt._fitted
     assert window is not None
     monkeypatch.setattr(window, "tuning", Tuning(min_window_s=1.0, beam_size=1))
@@ -109,7 +112,14 @@ def test_a_loop_the_model_really_makes_in_a_short_window_is_cut(
         raw = window.decode(audio, None)
         looped += raw.hit_cap or loop_cut(raw.text) is not None
         transcript = fast_stt.transcribe(audio)
-        assert word_error_rate(text, transcript.text) <= 0.34, (raw.text, transcript.text)
+        assert loop_cut(transcript.text) is None, (raw.text, transcript.text)
+        assert len(transcript.text.split()) <= len(text.split()) + 1, "each card once"
+        whole = full.transcribe(audio).text
+        assert word_error_rate(text, transcript.text) <= word_error_rate(text, whole) + 0.01, (
+            raw.text,
+            transcript.text,
+            whole,
+        )
     assert looped >= 1, "the short window no longer loops: this test proves nothing"
 
 

@@ -14,8 +14,7 @@ from assistant.service.protocol import Draft, Request
 from tests.agent_helpers import ScriptedStream, agent_on, say, turn_under_way
 
 QUESTION = "Where does my sister Beatrix live?"
-# The real server reports a request's prompt reading in its last chunk; a reply that rambles
-# into a loop is closed before it (agent/loops.py). Capped short, it ends the usual way.
+# A short reply keeps the real-server tests quick.
 SHORT_REPLY = 48
 
 

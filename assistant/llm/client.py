@@ -249,6 +249,10 @@ class LLMClient:
     def _deltas(self, messages: Sequence[Message], **options: Any) -> Iterator[Any]:
         """The streamed reply's deltas (the first choice's), failures described."""
         self.last_reading = None
+        if self.endpoint.is_local:
+            # llama-server then reports its prompt reading in every chunk, not only the last,
+            # so a reply the agent closes early (a loop, an ungrounded sentence) is measured too.
+            options["extra_body"] = {"timings_per_token": True}
         chunks = self._create(messages, stream=True, **options)
         try:
             for chunk in chunks:
