@@ -27,6 +27,10 @@ _MESSAGE_START = re.compile(
 _TOOL_NAMED = re.compile(r'\s*\{\s*"tool"\s*:\s*"(\w+)"')
 # In a native send_message call the arguments are {"message": "...", "request_heartbeat": ...}.
 _ARGUMENT_START = re.compile(r'"message"\s*:\s*"')
+# A message's text starts within the first characters of its action or arguments (the longest
+# opening, with request_heartbeat written first, is about 100). Searched for in the whole reply
+# at every chunk, a 300,000-character reply with none took minutes.
+_START_WITHIN = 1_000
 _HIGH_SURROGATES = ("d8", "d9", "da", "db")
 _ESCAPES = {'"': '"', "\\": "\\", "/": "/", "b": "\b", "f": "\f", "n": "\n", "r": "\r", "t": "\t"}
 
@@ -52,7 +56,7 @@ class MessageStream:
         if self.complete:
             return ""
         if self._position is None:
-            found = self._start.search(self.raw)
+            found = self._start.search(self.raw[:_START_WITHIN])
             if found is None:
                 return ""
             self._position = found.end()
