@@ -218,6 +218,15 @@ class AgentSettings(Section):
     retrieved_memories: int = Field(
         5, ge=0, le=50, description="Memories retrieved into the prompt for each event."
     )
+    # Unrelated memories scored 0.06-0.30 against the turn benchmark's messages and related
+    # ones 0.33-0.80 (docs/BENCHMARKS.md, "Judgement").
+    least_similarity: float = Field(
+        0.3,
+        ge=-1,
+        le=1,
+        description="Memories less similar in meaning to the event than this (cosine, -1 to 1) "
+        "are not shown with it, however recent or important; -1 shows the best ones always.",
+    )
     temperature: float = Field(
         0.3,
         ge=0,

@@ -177,6 +177,9 @@ class ScoredMemory:
     recency: float
     importance: float
     relevance: float
+    # The cosine similarity of the record's embedding to the query's, unnormalised: how near
+    # it is in meaning, whatever else the query found (min-max makes the best one 1).
+    similarity: float = 0.0
 
 
 @dataclass(frozen=True)
@@ -465,8 +468,9 @@ class MemoryStream:
             positions, relevance_values = self._relevance_everywhere(
                 asked, text_hits, weights, allowed
             )
+            similarity_values = None
         else:
-            positions, relevance_values = self._relevance_of_candidates(
+            positions, relevance_values, similarity_values = self._relevance_of_candidates(
                 asked, text_hits, filters, weights, now, allowed
             )
         if positions.size == 0:
@@ -484,6 +488,11 @@ class MemoryStream:
         chosen = positions[order]
         if touch:
             self._touch([mirror.ids[i] for i in chosen], now)
+        similarity = (
+            cosine(asked.vector, mirror.directions[chosen])
+            if similarity_values is None
+            else similarity_values[order]
+        )
         return [
             ScoredMemory(
                 record=record,
@@ -491,8 +500,11 @@ class MemoryStream:
                 recency=float(normalised[0][i]),
                 importance=float(normalised[1][i]),
                 relevance=float(normalised[2][i]),
+                similarity=float(near),
             )
-            for i, record in zip(order, self._records_at(chosen.tolist()), strict=True)
+            for i, near, record in zip(
+                order, similarity, self._records_at(chosen.tolist()), strict=True
+            )
         ]
 
     def _allowed(self, filters: Filters) -> NDArray[np.bool_]:
@@ -578,12 +590,13 @@ class MemoryStream:
         weights: RetrievalWeights,
         now: datetime,
         allowed: NDArray[np.bool_],
-    ) -> tuple[NDArray[np.int64], FloatArray]:
-        """The candidates' mirror places and relevance, read from the table."""
+    ) -> tuple[NDArray[np.int64], FloatArray, FloatArray]:
+        """The candidates' mirror places, relevance and cosine similarity to the query, read
+        from the table."""
         candidate_ids, lexical = self._candidates(asked, text_hits, filters, weights, now, allowed)
         empty = np.zeros(0, dtype=np.int64)
         if not candidate_ids:
-            return empty, np.zeros(0, dtype=np.float64)
+            return empty, np.zeros(0, dtype=np.float64), np.zeros(0, dtype=np.float64)
         rows = self.records.query(
             where=_and(in_list("id", candidate_ids), filters.where()),
             columns=["id", "text", "vector"],
@@ -597,7 +610,7 @@ class MemoryStream:
             ids = [i for i, kept in zip(ids, known, strict=True) if kept]
             positions = positions[known]
         if not ids:
-            return empty, np.zeros(0, dtype=np.float64)
+            return empty, np.zeros(0, dtype=np.float64), np.zeros(0, dtype=np.float64)
         column = rows.column("vector").combine_chunks()
         vectors = column.flatten().to_numpy().astype(np.float32).reshape(len(column), -1)
 
@@ -609,7 +622,7 @@ class MemoryStream:
 
         lexical_values = np.array([lexical.get(i, 0.0) for i in ids], dtype=np.float64)
         relevance = self._relevance(asked, positions, lexical_values, subjects_of, similarity_to)
-        return positions, relevance
+        return positions, relevance, similarity_to(asked.vector)
 
     def _text_hits(self, query: str, where: str | None) -> dict[str, float]:
         """The best records by BM25 (``text_candidates`` of them), with their scores."""

@@ -149,7 +149,8 @@ def test_a_conversation_only_ever_appends_to_the_prompt(stores: Stores) -> None:
         # 9
         say("You're welcome, Sam!"),
     )
-    chat = open_conversation(model, stores)
+    # Every memory shown, however far from the message: which are shown is not tested here.
+    chat = open_conversation(model, stores, least_similarity=-1.0)
     chat.respond(UserText("Hi, I'm Sam. I live in Lisbon."))
     chat.respond(UserText("My sister Beatrix works as a marine biologist in Porto."))
     chat.respond(UserUtterance("What's the weather like today?", 0.9))

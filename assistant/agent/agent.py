@@ -131,6 +131,10 @@ class AgentConfig:
     retrieval_weights: RetrievalWeights = field(
         default_factory=lambda: RetrievalWeights(recency=0.25, importance=0.25, relevance=1.0)
     )
+    # A memory shown only when it is this near the event in meaning (cosine of the
+    # embeddings): the best of 1,000 unrelated ones (0.06-0.30) were shown with every small-talk
+    # message, read by the server at each turn and taken as context by a 0.5B model.
+    least_similarity: float = 0.3
     temperature: float = 0.3
 
 
@@ -915,7 +919,8 @@ class Agent:
         except (ValueError, MemoryRequestError, OSError) as error:
             log.warning("memory retrieval failed: %s", error)
             return []
-        return [m.record for m in found if m.record.id not in in_view][:wanted]
+        near = [m for m in found if m.similarity >= self.config.least_similarity]
+        return [m.record for m in near if m.record.id not in in_view][:wanted]
 
     # Records
 

@@ -91,6 +91,7 @@ def open_agent(
     config = AgentConfig(
         max_steps=settings.agent.max_steps,
         retrieved_memories=settings.agent.retrieved_memories,
+        least_similarity=settings.agent.least_similarity,
         temperature=settings.agent.temperature,
     )
     return Agent(

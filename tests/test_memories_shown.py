@@ -1,0 +1,43 @@
+"""Which memories a turn shows: its best ones that are near it in meaning, none for small talk
+that nothing stored is about. Real stores and embedder; a scripted model."""
+
+from __future__ import annotations
+
+from assistant.agent.agent import AgentConfig
+from assistant.agent.events import UserText
+from assistant.agent.tools import MEMORIES_HEAD, Stores
+from memory.stream import MemoryStream
+from tests.agent_helpers import ScriptedStream, agent_on, say
+
+STORED = [
+    "User: My sister Beatrix lives in Porto.",
+    "User: Slept five hours on Tuesday night after I walked the dog.",
+    "User: Bought groceries for the week for 79 dollars.",
+]
+
+
+def shown_with(stores: Stores, message: str) -> str:
+    for text in STORED:
+        stores.stream.add(text, importance=6)
+    model = ScriptedStream(say("Ok."))
+    agent_on(model, stores).respond(UserText(message))
+    blocks = [m["content"] for m in model.calls[-1] if m["content"].startswith(MEMORIES_HEAD)]
+    return "\n".join(blocks)
+
+
+def test_a_question_about_a_memory_shows_it(stores: Stores) -> None:
+    shown = shown_with(stores, "Where does my sister Beatrix live?")
+    assert "Beatrix lives in Porto" in shown
+    assert "walked the dog" not in shown, "unrelated: left out, though stored as recently"
+
+
+def test_small_talk_that_no_memory_is_about_shows_none(stores: Stores) -> None:
+    assert shown_with(stores, "Suggest a name for a grey cat.") == ""
+
+
+def test_the_similarity_is_the_embeddings_cosine_unnormalised(stream: MemoryStream) -> None:
+    for text in STORED:
+        stream.add(text, importance=6)
+    found = stream.retrieve("Suggest a name for a grey cat.", k=3, touch=False)
+    assert max(m.relevance for m in found) == 1.0, "min-max: the best is 1 however far"
+    assert all(m.similarity < AgentConfig().least_similarity for m in found), found
