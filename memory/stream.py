@@ -179,7 +179,7 @@ class ScoredMemory:
     relevance: float
     # The cosine similarity of the record's embedding to the query's, unnormalised: how near
     # it is in meaning, whatever else the query found (min-max makes the best one 1).
-    similarity: float = 0.0
+    similarity: float
 
 
 @dataclass(frozen=True)
