@@ -93,8 +93,14 @@ def test_brain_in_tmux_answers_and_shows_the_turn_in_memory(
             screen = tmux.wait_for(lambda s: answer in s, 60)
             assert "My sister Ana lives in Lisbon." in screen
             tmux.keys("F2")
-            screen = tmux.wait_for(lambda s: "User: My sister Ana lives in Lisbon." in s, 30)
-            assert f"Brain OS: {answer}" in screen
+            # Opened as the turn's records are written, the list catches up when the turn's
+            # stats come.
+            screen = tmux.wait_for(
+                lambda s: (
+                    "User: My sister Ana lives in Lisbon." in s and f"Brain OS: {answer}" in s
+                ),
+                30,
+            )
             assert "observation" in screen and "of 2" in screen
             tmux.keys("Escape")
             tmux.wait_for(lambda s: "Type a message" in s, 10)

@@ -24,6 +24,7 @@ from assistant.service.memory_wire import (
     MemoryEdit,
     MemoryPage,
     MemoryQuery,
+    MemoryStats,
     MemoryUndo,
     SortKey,
 )
@@ -98,6 +99,9 @@ class MemoryScreen(Screen[None]):
         self.title = self.heading
         self.sub_title = self.HINT
         self.link.memory_changed.subscribe(self, self._changed_elsewhere)
+        # Sent after each turn and as background work (ratings, reflection) moves: the agent
+        # wrote or re-rated memories, maybe just after this page was read.
+        self.link.stats_changed.subscribe(self, self._stats_changed)
         self.query_one(MemoryTable).focus()
         self._styled_in = self._look()
         if not self.is_current:  # built ahead of its first opening (BrainApp): rows ready too
@@ -210,6 +214,10 @@ class MemoryScreen(Screen[None]):
 
     def _changed_elsewhere(self, change: MemoryChangedByUser) -> None:
         self.load(self._current_id())
+
+    def _stats_changed(self, stats: MemoryStats) -> None:
+        if self.is_current:  # shown again later, it reads its page then
+            self.load(self._current_id())
 
     def _current_id(self) -> str | None:
         row = self.query_one(MemoryTable).current
