@@ -7,7 +7,7 @@ import json
 from assistant.agent.agent import Agent, AgentConfig, instructions
 from assistant.agent.context import ContextConfig, ContextWindow
 from assistant.agent.events import UserText
-from assistant.agent.grounding import GroundCheck, about_what_they_told, invented
+from assistant.agent.grounding import HOLD_WORDS, GroundCheck, about_what_they_told, invented
 from assistant.agent.tools import UNKNOWN_PATTERN, Stores
 from tests.agent_helpers import ScriptedStream, say
 
@@ -38,6 +38,21 @@ def test_the_check_holds_each_sentence_until_it_ends() -> None:
     assert check.invented == ["31"] and check.cut
     idle = GroundCheck(KNOWN, armed=False)
     assert idle.feed("Luis is 31.") == "Luis is 31." and idle.flush() == ""
+
+
+def test_a_sentence_that_runs_on_is_said_in_parts_and_still_checked() -> None:
+    """A packing list as one sentence was held 30 s; past HOLD_WORDS words the part so far is
+    checked and said, and a name made up after it still stops the answer."""
+    check = GroundCheck(KNOWN)
+    items = "socks, shirts, a towel, a charger, " * 5
+    said = check.feed("For Valencia pack " + items)
+    assert len(said.split()) >= HOLD_WORDS and said.startswith("For Valencia pack socks")
+    assert check.feed("and ask Johnson ") == ""
+    assert check.feed("about it.") == "" and check.flush() == ""
+    assert check.invented == ["Johnson"] and check.cut
+    whole = GroundCheck(KNOWN)
+    words = "Luis lives in Valencia, works as a nurse, " + items + "and sees Dr. Ruiz."
+    assert (whole.feed(words) + whole.flush()).split() == words.split()
 
 
 def grounded(message: str) -> str:
