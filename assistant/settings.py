@@ -218,8 +218,8 @@ class AgentSettings(Section):
     retrieved_memories: int = Field(
         5, ge=0, le=50, description="Memories retrieved into the prompt for each event."
     )
-    # Unrelated memories scored 0.06-0.30 against the turn benchmark's messages and related
-    # ones 0.33-0.80 (docs/BENCHMARKS.md, "Judgement").
+    # Every memory a judgement probe needs scored 0.36 or more, the turn benchmark's unrelated
+    # ones mostly below 0.3 (benchmarks/memory_similarity.py; docs/BENCHMARKS.md).
     least_similarity: float = Field(
         0.3,
         ge=-1,
