@@ -22,14 +22,24 @@ from assistant.llm.client import (
     LLMContextOverflow,
     LLMReplyError,
     LLMUnavailable,
+    Message,
 )
 from assistant.llm.priority import BackgroundLLM, ForegroundGate
 from assistant.llm.runtime import LLMRuntime
 from assistant.llm.server import LocalLLMServer, ServerOptions, ServerState, ServerStatus
+from assistant.llm.switch import SwitchableLLM
 from assistant.model_paths import ProfileModels
+from assistant.service.host import AgentHost
 from assistant.settings import Settings
+from memory.embedder import OnnxSentenceEmbedder
 from tests.conftest import REPO, make_settings
 from tests.helpers.fake_openai import scripted_endpoint
+
+RATING_SCHEMA = {
+    "type": "object",
+    "properties": {"rating": {"type": "integer"}},
+    "required": ["rating"],
+}
 
 SUM_SCHEMA = {
     "type": "object",
@@ -203,11 +213,7 @@ def test_background_work_gets_its_own_local_server(fast_settings: Settings) -> N
         assert len(server_children()) == len(servers_before) + 2
         rating = background.complete_json(
             [{"role": "user", "content": "Rate 1-10 how important: buying milk."}],
-            {
-                "type": "object",
-                "properties": {"rating": {"type": "integer"}},
-                "required": ["rating"],
-            },
+            RATING_SCHEMA,
             max_tokens=16,
         )
         assert isinstance(rating["rating"], int)
@@ -222,6 +228,65 @@ def test_background_work_gets_its_own_local_server(fast_settings: Settings) -> N
         for process in process_tree(runtime.server.pid or 0):
             assert autogroup_nice(process) in (0, None)
     assert server_children() == servers_before, "both servers stop with the runtime"
+
+
+def test_a_request_waits_for_a_client_that_is_coming() -> None:
+    switch = SwitchableLLM()
+    client = LLMClient(Endpoint("http://127.0.0.1:9/v1", "m", is_local=False))
+    switch.coming("the background LLM server is starting", wait_s=30)
+    got: list[LLMClient] = []
+    waiting = threading.Thread(target=lambda: got.append(switch.current()))
+    waiting.start()
+    waiting.join(0.3)
+    assert waiting.is_alive() and not got, "no client yet: the request waits"
+    switch.use(client)
+    waiting.join(5)
+    assert got == [client]
+    # Not forever: past the wait it fails with the reason, as an unavailable LLM does.
+    switch.coming("the background LLM server is starting", wait_s=0.2)
+    with pytest.raises(LLMUnavailable, match="background LLM server is starting"):
+        switch.current()
+    # And a cancelled request stops waiting at once.
+    switch.coming("starting", wait_s=30)
+    cancel = threading.Event()
+    cancel.set()
+    started = time.monotonic()
+    with pytest.raises(LLMCancelled):
+        switch.current(cancel)
+    assert time.monotonic() - started < 1
+    switch.unavailable("the LLM is unavailable: down")
+    with pytest.raises(LLMUnavailable, match="down"):
+        switch.current()
+
+
+@pytest.mark.slow
+def test_background_work_waits_for_its_own_server_while_it_starts(
+    tmp_path: Path, session_cache: Path, embedder: OnnxSentenceEmbedder
+) -> None:
+    """Measured by hand: a day plan written on the conversation's server while the background
+    one was starting made the next (spoken) turn read its whole prompt again, 17 s."""
+    host = AgentHost(make_settings("fast", tmp_path / "data", session_cache), embedder=embedder)
+    try:
+        host.start_llm()
+        assert host.runtime is not None and host.runtime.server is not None
+        background = BackgroundLLM(host.background, host.gate)
+        answers: list[dict[str, object]] = []
+        prompt: list[Message] = [{"role": "user", "content": "Rate 1-10: buying milk."}]
+        request = threading.Thread(
+            target=lambda: answers.append(
+                background.complete_json(prompt, RATING_SCHEMA, max_tokens=16)
+            )
+        )
+        request.start()
+        request.join(2)
+        assert request.is_alive() and not answers, "not on the conversation's server"
+        host.start_background()
+        request.join(120)
+        assert answers and isinstance(answers[0]["rating"], int)
+        assert host.background.client is host.runtime.background_client
+        assert host.background.client is not host.llm.client
+    finally:
+        host.close()
 
 
 def autogroup_nice(pid: int | None) -> int | None:

@@ -8,11 +8,13 @@ way an unreachable endpoint does, so the agent's retry and error paths cover it.
 from __future__ import annotations
 
 import threading
+import time
 from collections.abc import Iterator, Sequence
 from typing import Any
 
 from assistant.llm.client import (
     JsonSchema,
+    LLMCancelled,
     LLMClient,
     LLMUnavailable,
     Message,
@@ -21,24 +23,40 @@ from assistant.llm.client import (
 )
 from assistant.llm.tokens import estimate_tokens
 
+# How often a request waiting for a client that is coming looks at its cancel event.
+CANCEL_POLL_S = 0.1
+
 
 class SwitchableLLM:
     def __init__(self, reason: str = "the LLM is still starting") -> None:
         self._client: LLMClient | None = None
         self._reason = reason
-        self._lock = threading.Lock()
+        self._changed = threading.Condition()
+        # While a client is coming, requests wait for it until this monotonic time.
+        self._wait_until = 0.0
 
     def use(self, client: LLMClient) -> LLMClient | None:
         """Send every later request to ``client``; returns the one it replaces."""
-        with self._lock:
-            previous, self._client = self._client, client
-        return previous
+        return self._set(client, self._reason)
 
     def unavailable(self, reason: str) -> LLMClient | None:
         """Fail every later request with ``reason``; returns the client taken out."""
-        with self._lock:
-            previous, self._client = self._client, None
+        return self._set(None, reason)
+
+    def coming(self, reason: str, wait_s: float) -> LLMClient | None:
+        """Hold every later request until :meth:`use` or :meth:`unavailable` is called, for
+        at most ``wait_s`` (then it fails with ``reason``); returns the client taken out."""
+        previous = self._set(None, reason)
+        with self._changed:
+            self._wait_until = time.monotonic() + wait_s
+        return previous
+
+    def _set(self, client: LLMClient | None, reason: str) -> LLMClient | None:
+        with self._changed:
+            previous, self._client = self._client, client
             self._reason = reason
+            self._wait_until = 0.0
+            self._changed.notify_all()
         return previous
 
     @property
@@ -57,8 +75,14 @@ class SwitchableLLM:
         client = self._client
         return client.count_tokens(text) if client is not None else estimate_tokens(text)
 
-    def current(self) -> LLMClient:
-        with self._lock:
+    def current(self, cancel: threading.Event | None = None) -> LLMClient:
+        """The client in use, waited for while one is coming (``cancel`` ends the wait with
+        :class:`LLMCancelled`)."""
+        with self._changed:
+            while self._client is None and (left := self._wait_until - time.monotonic()) > 0:
+                if cancel is not None and cancel.is_set():
+                    raise LLMCancelled("cancelled while the LLM was starting")
+                self._changed.wait(min(left, CANCEL_POLL_S))
             if self._client is None:
                 raise LLMUnavailable(self._reason)
             return self._client
@@ -81,7 +105,7 @@ class SwitchableLLM:
         temperature: float | None = 0.0,
         cancel: threading.Event | None = None,
     ) -> dict[str, Any]:
-        return self.current().complete_json(
+        return self.current(cancel).complete_json(
             messages, schema, max_tokens=max_tokens, temperature=temperature, cancel=cancel
         )
 

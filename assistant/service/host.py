@@ -72,8 +72,8 @@ class AgentHost:
         self.on_progress = on_progress
         self.on_status = on_status
         self.llm = SwitchableLLM()
-        # Background work's LLM: the runtime's background server once it is up (until then,
-        # and for remote endpoints, the conversation's client).
+        # Background work's LLM: the runtime's background server (waited for while it
+        # starts); for remote endpoints, the conversation's client.
         self.background = SwitchableLLM()
         self.gate = ForegroundGate()
         self.runtime: LLMRuntime | None = None
@@ -211,7 +211,15 @@ class AgentHost:
             old_runtime, self.runtime = self.runtime, runtime
             self.settings = settings
             self.llm.use(client)
-            self.background.use(client)
+            if runtime.server is None:
+                self.background.use(client)
+            else:
+                # Background work waits for its own server (start_background) rather than
+                # take this one's: measured, a day plan written on it while the other
+                # started made the next turn read its whole prompt again (17 s).
+                self.background.coming(
+                    "the background LLM server is starting", settings.llm.startup_timeout_s
+                )
             self._read_ahead_when_local()
             if old_runtime is not None:
                 old_runtime.stop()
@@ -223,14 +231,15 @@ class AgentHost:
         with self._switching:
             if self.runtime is None:
                 return
-            first = self.background.client is self.llm.client
             try:
                 self.background.use(self.runtime.start_background())
             except STARTUP_ERRORS as error:
                 log.warning(
                     "no background LLM server (%s); background work shares the main one", error
                 )
-            if first and self.stores is not None:
+                if self.runtime.client is not None:
+                    self.background.use(self.runtime.client)
+            if self.reflection is None and self.stores is not None:
                 self.reflection = ReflectionWorker(
                     Reflector(
                         self.stores.stream,
