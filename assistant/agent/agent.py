@@ -30,6 +30,7 @@ from assistant.agent.draft_memories import DraftMemories
 from assistant.agent.events import Event, UserText, UserUtterance, from_user
 from assistant.agent.grounding import GroundCheck, about_what_they_told
 from assistant.agent.loops import LoopStop
+from assistant.agent.naming import named_in_news, saying
 from assistant.agent.refusal import WILLING_PATTERN, RefusalGuard
 from assistant.agent.routing import asks_about_their_life, first_tool
 from assistant.agent.speculation import Request, Speculation, Tally
@@ -378,6 +379,9 @@ class Agent:
         # something up without answering.
         # A request routed to a tool is not a question to answer from memory.
         grounded = only is None and self._asks(event)
+        naming = (
+            self._names(event.text, only) if isinstance(event, UserText | UserUtterance) else None
+        )
         answer_now = False
         for step in range(self.config.max_steps):
             if step and turn.ahead:  # the tool's step did not end the turn: what was said stands
@@ -393,6 +397,7 @@ class Agent:
                 "send_message" if answer_now else only,
                 grounded,
                 acknowledging=from_user(event) and not answer_now,
+                naming=naming,
             )
             only = None
             if outcome is None:  # the LLM failed, or the user interrupted
@@ -448,11 +453,13 @@ class Agent:
         only: str | None = None,
         grounded: bool = False,
         acknowledging: bool = False,
+        naming: str | None = None,
     ) -> Action | ActionError | None:
         """Ask for one action (of the tool ``only``, if set; a message ``grounded`` in what is
-        known, for a question), streaming its message; None when there is none to act on.
-        ``acknowledging``: once the action is seen to call a tool that speaks for itself, a
-        word is said at once (the user's request is being done)."""
+        known, for a question; one that says the name ``naming``), streaming its message; None
+        when there is none to act on. ``acknowledging``: once the action is seen to call a
+        tool that speaks for itself, a word is said at once (the user's request is being
+        done)."""
         overflowed = False
         asked_again = False
         admitting = False
@@ -483,7 +490,7 @@ class Agent:
             ground = GroundCheck(prompt, armed=checked)
             try:
                 deltas = cancellable(
-                    self._ask(native, only, grounded, asked_again, admitting), cancel
+                    self._ask(native, only, grounded, asked_again, admitting, naming), cancel
                 )
                 for delta in deltas:
                     if self._observing is not None:
@@ -560,6 +567,7 @@ class Agent:
         grounded: bool = False,
         willing: bool = False,
         admitting: bool = False,
+        naming: str | None = None,
     ) -> Iterator[StreamDelta]:
         """The step's reply as it streams: with the tools offered natively, or (no ``native``)
         held to the action schema, its text as content; ``only``: that tool only; ``willing``:
@@ -567,7 +575,7 @@ class Agent:
         not know (after an answer that made something up). The reply speculated at the user's
         pause is taken over if it was this very request."""
         request, ask = self._request(
-            self.context.messages(), native, only, grounded, willing, admitting
+            self.context.messages(), native, only, grounded, willing, admitting, naming
         )
         self._on_stage("prompt_sent")
         speculation, self._speculation = self._speculation, None
@@ -590,6 +598,7 @@ class Agent:
         grounded: bool = False,
         willing: bool = False,
         admitting: bool = False,
+        naming: str | None = None,
     ) -> tuple[Request, Callable[[], Iterator[StreamDelta]]]:
         """A step's request, comparable, and how to send it."""
         max_tokens = self.context.config.reply_tokens
@@ -607,6 +616,8 @@ class Agent:
             schema = self.willing
         if admitting:
             schema = self.admitting
+        elif naming is not None and not grounded:
+            schema = self._naming(naming, only, willing)
         if native is not None:
             request = Request.of(
                 messages, tools=tools, max_tokens=max_tokens, temperature=temperature
@@ -623,6 +634,19 @@ class Agent:
 
         options = {"schema": schema, "max_tokens": max_tokens, "temperature": temperature}
         return Request.of(messages, **options), text
+
+    def _names(self, text: str, only: str | None) -> str | None:
+        """The person a message answering ``text`` must name (naming.py), if any."""
+        return named_in_news(text) if only in (None, "send_message") else None
+
+    def _naming(self, name: str, only: str | None, willing: bool) -> dict[str, Any]:
+        """The action schema of a step whose message says ``name`` (held to open willingly
+        as well, or to the tool ``only``, as the step is)."""
+        if willing or only == "send_message":
+            tools = [self.tools["send_message"]]
+        else:
+            tools = [self.tools[only]] if only in self.tools else list(self.tools.values())
+        return action_schema(tools, opening=saying(name, WILLING_PATTERN if willing else None))
 
     def _prompt_text(self) -> str:
         """All the prompt says (what an answer may take its facts from)."""
@@ -843,7 +867,8 @@ class Agent:
                 return False
             only = first_tool(text, self.tools)
             grounded = only is None and asks_about_their_life(text)
-            request, ask = self._request(ahead, self._native_llm(), only, grounded)
+            naming = self._names(text, only)
+            request, ask = self._request(ahead, self._native_llm(), only, grounded, naming=naming)
             self.drop_speculation()
             self._speculation = Speculation(request, ask, self.gate.foreground)
         return True

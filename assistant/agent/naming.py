@@ -1,0 +1,63 @@
+"""News about someone the user names is answered with their name.
+
+Told "My sister Ana just started a new job at a bank in Porto.", the 1.5B model answered
+"Great news! Congratulations on starting a new job at the bank in Porto." (Ana's job given to
+the user), and "My son Leo has football practice every Wednesday at five." got "I hope he has a
+good time practicing football."; the judgement probes found a name left out in 1-4 of 6 such
+messages a run (docs/BENCHMARKS.md, "Judgement"). Who is named is plain in the words ("my
+sister Ana"), so code finds it, and the message is held by the grammar to say the name in its
+first sentence: the model still chooses every word, and where in that sentence to put it.
+"""
+
+from __future__ import annotations
+
+import re
+
+from assistant.agent.routing import is_question
+
+_RELATIONS = (
+    "sister|brother|sibling|son|daughter|child|kid|mum|mom|mother|dad|father|parent|"
+    "grandma|grandmother|granny|grandpa|grandfather|grandson|granddaughter|aunt|uncle|"
+    "cousin|niece|nephew|wife|husband|partner|spouse|fiance|fiancee|girlfriend|boyfriend|"
+    "friend|best friend|neighbour|neighbor|colleague|coworker|co-worker|boss|manager|"
+    "flatmate|roommate|housemate|teacher|doctor|dentist|landlord|landlady|mentor|student|"
+    "stepson|stepdaughter|stepmother|stepfather|godson|goddaughter|dog|cat|puppy|kitten"
+)
+# "my sister Ana", "our neighbour, Greta", "my little brother Tom", "my sister-in-law Eva".
+_NAMED = re.compile(
+    rf"\b(?i:my|our) (?:(?i:\w+) )?(?i:{_RELATIONS})(?:-in-law)?,? ([A-Z][a-z]+(?:-[A-Z][a-z]+)?)\b"
+)
+# Words with a capital that follow a relation without being a name ("my son Is ...", when the
+# user types in title case, or "my friend I met").
+_NOT_NAMES = frozenset({"I", "I'm", "Is", "Was", "And", "But", "The", "Who", "Has", "Had"})
+
+# How the message patterns of tools.py end: the rest of the message, any characters but a
+# closing quote.
+_REST = '[^"]*'
+# Before the name: the first sentence's words. Held only to say it somewhere, the 1.5B model
+# said its reply, "Goodbye!", and then "[core memory] My friend Olga is allergic to peanuts."
+_FIRST_SENTENCE = '[^".!?]*'
+
+
+def named_in_news(message: str) -> str | None:
+    """The person the user's ``message`` tells of by name ("Ana" in "My sister Ana just
+    started a new job"); None for a question (its answer is grounded instead) or no name."""
+    said = message.strip().replace("\u2019", "'")
+    if is_question(said):
+        return None
+    for match in _NAMED.finditer(said):
+        if match.group(1) not in _NOT_NAMES:
+            return match.group(1)
+    return None
+
+
+def saying(name: str, pattern: str | None = None) -> str:
+    """A message pattern that also holds the message to say ``name`` in its first sentence:
+    ``pattern`` (one of tools.py's, ending in any characters but a quote) or, for none, any
+    message."""
+    opening = pattern[: -len(_REST + "$")] if pattern is not None else "^"
+    if pattern is not None and not pattern.endswith(_REST + "$"):
+        raise ValueError(f"not a message pattern: {pattern!r}")
+    if not re.fullmatch(r"[A-Za-z][A-Za-z-]*", name):
+        raise ValueError(f"not a name: {name!r}")  # a pattern's special characters
+    return f"{opening}{_FIRST_SENTENCE}{name}{_REST}$"

@@ -1,0 +1,108 @@
+"""News about someone the user names is answered with their name (agent/naming.py): found by
+code in the words, and held by the grammar of the message."""
+
+from __future__ import annotations
+
+import json
+import re
+
+import pytest
+
+from assistant.agent.agent import Agent, AgentConfig, instructions
+from assistant.agent.context import ContextConfig, ContextWindow
+from assistant.agent.events import UserText
+from assistant.agent.naming import named_in_news, saying
+from assistant.agent.refusal import WILLING_PATTERN
+from assistant.agent.tools import Stores
+from assistant.llm.client import LLMClient
+from tests.agent_helpers import ScriptedStream, action, say
+
+
+def test_the_person_named_in_news_is_found() -> None:
+    found = {
+        "My sister Ana just started a new job at a bank in Porto.": "Ana",
+        "Hi, I'm Marta. My brother Luis lives in Valencia and works as a nurse.": "Luis",
+        "our neighbour, Greta, plays piano in a jazz band": "Greta",
+        "My best friend Jean-Luc moved to Lyon.": "Jean-Luc",
+        "My sister-in-law Eva is a vet.": "Eva",
+        "My son Leo has football practice every Wednesday at five.": "Leo",
+    }
+    for message, name in found.items():
+        assert named_in_news(message) == name, message
+    for message in (
+        "Where does my sister Ana live?",  # a question: its answer is grounded instead
+        "What does my brother Luis do",  # spoken, no mark
+        "I had lunch with Tom.",  # no relation said
+        "My sister is a vet.",  # no name
+        "My Friend Is coming over.",  # title case, not a name
+    ):
+        assert named_in_news(message) is None, message
+
+
+def test_a_message_pattern_also_holds_the_name() -> None:
+    first = saying("Ana")
+    assert re.match(first, "That's great news for Ana! A bank, how exciting.")
+    assert re.match(first, "Ana at a bank, how exciting.")
+    assert not re.match(first, "Congratulations on your new job!")
+    assert not re.match(first, "Good to know! Goodbye! [core memory] Ana works at a bank.")
+    willing = saying("Leo", WILLING_PATTERN)
+    assert re.match(willing, "Great, Leo will love it.")
+    assert not re.match(willing, "I hope Leo enjoys it."), "still held to open willingly"
+    assert not re.match(willing, "Great, he will love it.")
+    with pytest.raises(ValueError):
+        saying('Ana"}')
+
+
+def agent(llm: ScriptedStream, stores: Stores) -> Agent:
+    context = ContextWindow(instructions(), stores.core, ContextConfig(window_tokens=4096))
+    return Agent(llm, stores, context, AgentConfig())
+
+
+def message_patterns(schema: object) -> set[str | None]:
+    """The pattern of each message shape in an action schema (None: any message)."""
+    assert isinstance(schema, dict)
+    return {
+        shape["properties"]["message"].get("pattern")
+        for shape in schema["anyOf"]
+        if "message" in shape["properties"]
+    }
+
+
+def test_every_step_of_the_turn_holds_the_message_to_the_name(stores: Stores) -> None:
+    reply = "Good for Ana! A bank in Porto, how exciting."
+    llm = ScriptedStream(
+        action("core_memory_append", label="human", content="Sister Ana works at a bank."),
+        say(reply),
+    )
+    turn = agent(llm, stores).respond(
+        UserText("My sister Ana just started a new job at a bank in Porto.")
+    )
+    assert turn.reply == reply
+    first, second = llm.schemas
+    assert message_patterns(first) == {saying("Ana")}
+    assert any("tool" in shape["properties"] for shape in first["anyOf"]), "tools still offered"
+    assert message_patterns(second) == {saying("Ana")}
+
+
+def test_a_question_or_a_message_naming_nobody_is_not_held(stores: Stores) -> None:
+    for message in ("Where does my sister Ana live?", "I just moved to Leeds."):
+        llm = ScriptedStream(say("Noted."))
+        agent(llm, stores).respond(UserText(message))
+        assert "Ana[" not in json.dumps(llm.schemas[0]), message
+
+
+@pytest.mark.slow
+def test_the_real_grammar_holds_the_name(fast_llm: LLMClient) -> None:
+    """llama-server turns the pattern into its grammar: the fast model's message says the name
+    even where its most likely reply would not."""
+    from assistant.agent.tools import TOOLS, action_schema
+
+    schema = action_schema(
+        [tool for tool in TOOLS if tool.name == "send_message"], opening=saying("Leo")
+    )
+    asked = [
+        {"role": "system", "content": "Reply with one short sentence."},
+        {"role": "user", "content": "My son Leo has football practice every Wednesday."},
+    ]
+    answer = fast_llm.complete_json(asked, schema, max_tokens=60)
+    assert "Leo" in answer["message"] and len(answer["message"]) < 300, answer
