@@ -20,7 +20,7 @@ from memory.embedder import OnnxSentenceEmbedder
 pytestmark = pytest.mark.slow
 
 PROBES = {probe.name: probe for probe in REPLY_PROBES}
-CHOSEN = ("ana job", "capital", "promotion", "dentist call", "thanks")
+CHOSEN = ("ana job", "capital", "promotion", "dentist call", "thanks", "greta piano")
 
 
 @pytest.fixture(scope="module")
@@ -41,3 +41,15 @@ def test_the_reply_is_one_a_person_would_give(
     probe = PROBES[name]
     reply = answer(probe, greedy_settings, tmp_path / "data", fast_llm, embedder)
     assert judge(probe, reply) == [], reply
+
+
+def test_a_poem_keeps_its_lines(
+    greedy_settings: Settings,
+    fast_llm: LLMClient,
+    embedder: OnnxSentenceEmbedder,
+    tmp_path: Path,
+) -> None:
+    """Held to a plain JSON string, a haiku ended after its first line (the model closed the
+    string where it wanted a line break); held to the composed pattern, its lines break."""
+    reply = answer(PROBES["haiku"], greedy_settings, tmp_path / "data", fast_llm, embedder)
+    assert len(reply.text.splitlines()) >= 2, reply

@@ -13,7 +13,7 @@ from assistant.agent.agent import ACKNOWLEDGED, Agent, AgentConfig, instructions
 from assistant.agent.context import ContextConfig, ContextWindow
 from assistant.agent.events import HeartbeatTick, UserText, UserUtterance
 from assistant.agent.routing import asks_about_their_life, first_tool, is_question
-from assistant.agent.tools import TOOLS, Stores, Tool
+from assistant.agent.tools import COMPOSED_PATTERN, TOOLS, Stores, Tool
 from assistant.tasks.agent_tools import SetReminder
 from assistant.tasks.reminders import addressed_to_the_user, spoken_time
 from tests.agent_helpers import ScriptedStream, action, say
@@ -67,6 +67,27 @@ def test_anything_else_is_left_to_the_model(message: str) -> None:
 )
 def test_a_story_a_poem_or_a_joke_is_told_at_once(message: str) -> None:
     assert first_tool(message, TOOL_NAMES) == "send_message"
+
+
+def test_a_poem_asked_for_at_once_keeps_its_line_breaks(stores: Stores) -> None:
+    """Held to a plain JSON string the 1.5B model closed the string where it wanted a line
+    break; the message is held to COMPOSED_PATTERN instead, and a raw line break is read."""
+    haiku = "Raindrops softly fall,\nAutumn leaves dance in the breeze,\nPeace in the quiet air."
+    as_written = '{"message": "' + haiku + '"}'  # the line breaks raw, as the pattern allows
+    llm = ScriptedStream(as_written)
+    pieces: list[str] = []
+    turn = Agent(
+        llm,
+        stores,
+        ContextWindow(instructions(), stores.core, ContextConfig(window_tokens=4096)),
+        AgentConfig(),
+    ).respond(UserText("Write me a haiku about autumn rain."), on_text=pieces.append)
+    assert turn.reply == haiku == "".join(pieces) and not turn.errors
+    [message] = [shape["properties"]["message"] for shape in llm.schemas[0]["anyOf"]]
+    assert message["pattern"] == COMPOSED_PATTERN
+    assert re.match(COMPOSED_PATTERN, haiku)
+    for cut in ("Raindrops fall,", "Raindrops dance on trees,\n", "Here is a list:"):
+        assert not re.match(COMPOSED_PATTERN, cut), "no ending on a comma, a colon or a break"
 
 
 @pytest.mark.parametrize(

@@ -89,14 +89,15 @@ def _json(text: str) -> Any:
     """The reply's JSON; an object wrapped in prose or a Markdown code fence (endpoints that
     are not held to a grammar do that) is read from its first "{" to its last "}"."""
     try:
-        return json.loads(text)
+        # Not strict: a message held to a pattern (tools.py) may break its lines in place.
+        return json.loads(text, strict=False)
     except json.JSONDecodeError:
         start, end = text.find("{"), text.rfind("}")
         inner = text[start : end + 1] if 0 <= start < end else ""
         if not inner or inner == text.strip():
             raise
         try:
-            return json.loads(inner)
+            return json.loads(inner, strict=False)
         except json.JSONDecodeError:
             pass
         raise

@@ -37,6 +37,7 @@ from assistant.agent.speculation import Request, Speculation, Tally
 from assistant.agent.streaming import ReplyStream
 from assistant.agent.sympathy import unwanted_openings
 from assistant.agent.tools import (
+    COMPOSED_PATTERN,
     TOOLS,
     UNKNOWN_PATTERN,
     SendMessage,
@@ -284,6 +285,8 @@ class Agent:
         self.grounded = action_schema(messages_only, True)
         # The message asked for after one that opened by refusing (refusal.py).
         self.willing = action_schema(messages_only, opening=WILLING_PATTERN)
+        # A message asked for at once (routing.py): a poem's lines may break.
+        self.composing = action_schema(messages_only, opening=COMPOSED_PATTERN)
         # The answer asked for after one that made up what it was not told (grounding.py).
         self.admitting = action_schema(messages_only, opening=UNKNOWN_PATTERN)
         self.conversation_id = conversation_id
@@ -606,6 +609,8 @@ class Agent:
         schema, tools = self.schema, self.native_tools
         if only is not None and only in self.narrowed:
             schema, tools = self.narrowed[only]
+        if only == "send_message":
+            schema = self.composing
         if grounded and only in (None, "send_message"):
             # Answered at once: retrieval has just searched the memory with the question
             # itself, and offered the tools as well the 1.5B model searched again for 5 of 12

@@ -146,6 +146,12 @@ def describe_memory(record: MemoryRecord) -> str:
 # A grounded message whose answer is not known opens so (the whole message, as a grammar's
 # pattern: no quote inside).
 UNKNOWN_PATTERN = "^I don't know[^\"]*$"
+# A message asked for at once (a poem, a story: routing.py): its lines may break, and it may not
+# end on a comma or a colon. Held to a plain JSON string, the 1.5B model closed the string
+# where it wanted a line break, and a haiku ended after "Raindrops fall," (3 runs of the
+# judgement probes of 3); a raw line break inside the string is read (actions.py). Nor may it
+# end on a line break: "Raindrops dance on trees,\n" was closed there.
+COMPOSED_PATTERN = r'^[^"]*[^",:; \t\n\r]$'
 # How the block of memories retrieved for an event opens.
 MEMORIES_HEAD = "What you remember that may bear on this message"
 
