@@ -230,6 +230,18 @@ def test_background_work_gets_its_own_local_server(fast_settings: Settings) -> N
     assert server_children() == servers_before, "both servers stop with the runtime"
 
 
+def test_a_request_on_a_closed_client_fails_as_an_unavailable_llm() -> None:
+    """Background work (a summary's read-ahead) may still hold the client of an LLM that was
+    stopped or switched; its request fails the way an unreachable LLM does."""
+    with scripted_endpoint("ok") as (url, _):
+        client = LLMClient(Endpoint(url, "m", is_local=False))
+        client.close()
+        with pytest.raises(LLMUnavailable, match="closed"):
+            client.complete([{"role": "user", "content": "hi"}])
+        with pytest.raises(LLMUnavailable, match="closed"):
+            "".join(client.stream([{"role": "user", "content": "hi"}]))
+
+
 def test_a_request_waits_for_a_client_that_is_coming() -> None:
     switch = SwitchableLLM()
     client = LLMClient(Endpoint("http://127.0.0.1:9/v1", "m", is_local=False))
