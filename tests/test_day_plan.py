@@ -129,6 +129,25 @@ def test_nothing_is_planned_unasked_for_a_user_it_knows_nothing_about(
     assert accessed(stream, greeting.id) == greeting.last_accessed_at
 
 
+def test_facts_about_people_are_no_ground_for_a_plan(stream: MemoryStream, clock: Clock) -> None:
+    """The heartbeat plans only from what the user said about their time: "My sister Ana
+    teaches maths" became "Go to the library to study maths" in the judgement probes."""
+    llm = ScriptedSteps(DAY)
+    planner = DayPlanner(
+        stream, llm, clock, about_user=lambda: "Name: Rui. Sister Ana teaches maths in Porto."
+    )
+    stream.add("User: My sister Ana teaches maths at a school in Porto.", source="user")
+    stream.add("User: My friend Tom retired last year.", source="user")
+    clock.advance(hours=1)
+    assert planner.step() is None and llm.requests == [], "what they told of others is theirs"
+    stream.add("User: I want to learn Portuguese before my trip.", source="user")
+    clock.advance(minutes=5)
+    assert planner.step() == "planned the day in 5 chunks"
+    asked = llm.requests[0][1]["content"]
+    assert "learn Portuguese" in asked and "Sister Ana" in asked, "who they are, as context"
+    assert "teaches maths at a school" not in asked and "retired" not in asked
+
+
 def test_an_hour_is_broken_into_minutes_on_demand(stream: MemoryStream, clock: Clock) -> None:
     minutes = chunks(
         ("08:00", "08:15", "Open the sales sheet"),

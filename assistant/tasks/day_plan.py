@@ -52,6 +52,15 @@ PLANNER_RULES = (
     "rest. No chunk is about planning. Reply with one JSON object: "
     '{"chunks": [{"start": "HH:MM", "end": "HH:MM", "what": "..."}, ...]}.'
 )
+# What the user said they will do or want to: a plan's ground even with no time named ("I want
+# to learn Portuguese", "we're going to paint the kitchen").
+_INTENT = re.compile(
+    r"\b(?:i|we)(?:'ll| will| shall|'m going to| am going to|'re going to| are going to|"
+    r" have to| need to| must| want to| plan to| hope to| intend to| should| would like to|"
+    r"'d like to|'m trying to| am trying to|'m planning| am planning)\b"
+    r"|\bmy (?:goal|plan|plans|aim|resolution|deadline|appointment|meeting|shift)\b",
+    re.IGNORECASE,
+)
 # Pieces of planning one poke may do (today's plan, then the hours of the chunk it is in).
 STEPS_PER_POKE = 3
 HEARD_CHARS = 160
@@ -332,10 +341,11 @@ class DayPlanner:
     # Helpers
 
     def _situation(self, now: datetime, fixed: Sequence[PlanPiece]) -> list[str]:
+        """What today's plan is made from; empty when nothing the user said is about their time
+        (an appointment, a goal, what they will do), no reminder is due today and no task or
+        plan of their own is under way: what they told of themselves alone ("About the user")
+        is no ground for a plan."""
         lines = []
-        about = self.about_user().strip()
-        if about:
-            lines += ["About the user:", about]
         try:
             # Not touched as retrieved: only the memories the plan is made from count as used
             # (the heartbeat asks every few minutes, mostly to find nothing to plan from).
@@ -347,12 +357,16 @@ class DayPlanner:
         except (ValueError, MemoryRequestError) as error:
             log.warning("day plan: nothing recalled: %s", error)
             found = []
-        # What the user said, and what was drawn from it; not the assistant's own replies.
+        # What the user said about their time, and what was drawn from it; not the assistant's
+        # own replies, nor plain facts about people (a sister's job became "Go to the library
+        # to study maths" and a wife's bakery "Go for a walk around Elm Street": the judgement
+        # probes, docs/BENCHMARKS.md).
         used = [
             m.record
             for m in found
             if m.record.kind != "plan"
             and ("user" in m.record.sources or m.record.kind in ("fact", "reflection", "summary"))
+            and about_their_time(m.record, now.date())
         ]
         if used:
             lines += [
@@ -368,6 +382,9 @@ class DayPlanner:
                 "Fixed (keep as they are):",
                 *(f"{_span(p)} {_what(p.record)}" for p in fixed),
             ]
+        about = self.about_user().strip()
+        if about and (lines or any(_tells_of_time(line, now) for line in about.splitlines())):
+            lines = ["About the user:", about, *lines]
         return lines
 
     def _ask(self, prompt: str, situation: Sequence[str], counts: tuple[int, int]) -> list[Chunk]:
@@ -432,6 +449,25 @@ class DayPlanner:
 
 
 _SPAN = re.compile(r"([01][0-9]|2[0-3]):([0-5][0-9])-([01][0-9]|2[0-4]):([0-5][0-9])")
+
+
+def about_their_time(record: MemoryRecord, today: date) -> bool:
+    """Whether a memory tells of the user's time: it names a date or a time from ``today`` on
+    (its event time: "retired last year" is no ground for today's plan), or what the user
+    will do or wants to."""
+    upcoming = record.event_time is not None and record.event_time.date() >= today
+    return upcoming or _INTENT.search(record.text) is not None
+
+
+def _tells_of_time(line: str, now: datetime) -> bool:
+    """As :func:`about_their_time`, for a line of what the agent keeps about the user
+    ("Gym on Mondays at 18:00", "Must finish the report today")."""
+    try:
+        said = resolve_event_time(line, now)
+    except ValueError:
+        said = None
+    upcoming = said is not None and said.when.date() >= now.date()
+    return upcoming or _INTENT.search(line) is not None
 
 
 def _piece(record: MemoryRecord | None, now: datetime) -> PlanPiece | None:
