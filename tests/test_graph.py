@@ -23,7 +23,7 @@ from memory.archival import ArchivalStore
 from memory.database import open_database
 from memory.embedder import OnnxSentenceEmbedder
 from memory.graph import graph as graph_module
-from memory.graph.extract import EXTRACT, OUTDATED, extraction_schema
+from memory.graph.extract import EXTRACT, OUTDATED, extract, extraction_schema
 from memory.graph.graph import REPLACEMENT_CANDIDATES, GraphLearner, KnowledgeGraph
 from memory.graph.search import GraphRelevance, GraphSearchConfig, episode_score, graph_search
 from memory.graph.store import GraphStore, Triplet
@@ -181,6 +181,48 @@ def test_i_in_a_users_memory_is_the_user(
     assert current_texts(store, "user") == {"user moved to Munich"}
     assert current_texts(store, "assistant") == {"assistant speaks Portuguese"}
     assert not any(e.name == "I" for e in store.all_entities()[0])
+
+
+def test_a_fact_stays_the_persons_whose_sentence_states_it() -> None:
+    """The 1.5B model gave "Hi, I'm Marta. My brother Luis lives in Valencia and works as a
+    nurse." as (Marta, lives in, Valencia) and (Marta, works as, nurse): a person's fact is
+    kept only from a sentence that names them (or, after one that did, says "he" or "she");
+    the speaker's, from one that is not about someone they name."""
+    said = "User: Hi, I'm Marta. My brother Luis lives in Valencia and works as a nurse."
+    llm = ScriptedLLM(
+        facts(
+            (1, "Marta", "lives in", "Valencia"),
+            (1, "user", "works as", "nurse"),
+            (1, "user", "has brother", "Luis"),
+            (1, "Luis", "lives in", "Valencia"),
+            (1, "Luis", "works as", "nurse"),
+            (1, "user", "is named", "Marta"),
+        )
+    )
+    kept = extract(llm, [said])
+    assert kept is not None
+    assert [(t.subject, t.relation, t.object) for t in kept] == [
+        ("user", "has brother", "Luis"),
+        ("Luis", "lives in", "Valencia"),
+        ("Luis", "works as", "nurse"),
+        ("user", "is named", "Marta"),
+    ]
+    told = "Caroline: My sister Ana moved to Lyon. She teaches piano. I went hiking today."
+    llm = ScriptedLLM(
+        facts(
+            (1, "Ana", "teaches", "piano"),  # "she", after the sentence that named Ana
+            (1, "Caroline", "went", "hiking"),  # the speaker, named before the colon
+            (1, "Caroline", "moved to", "Lyon"),
+            (1, "weather", "was", "hiking"),  # a thing, not someone: left to the other checks
+        )
+    )
+    kept = extract(llm, [told])
+    assert kept is not None
+    assert [(t.subject, t.object) for t in kept] == [
+        ("Ana", "piano"),
+        ("Caroline", "hiking"),
+        ("weather", "hiking"),
+    ]
 
 
 def test_a_fact_said_again_is_one_triplet_with_two_episodes(

@@ -14,22 +14,7 @@ from __future__ import annotations
 import re
 
 from assistant.agent.routing import is_question
-
-_RELATIONS = (
-    "sister|brother|sibling|son|daughter|child|kid|mum|mom|mother|dad|father|parent|"
-    "grandma|grandmother|granny|grandpa|grandfather|grandson|granddaughter|aunt|uncle|"
-    "cousin|niece|nephew|wife|husband|partner|spouse|fiance|fiancee|girlfriend|boyfriend|"
-    "friend|best friend|neighbour|neighbor|colleague|coworker|co-worker|boss|manager|"
-    "flatmate|roommate|housemate|teacher|doctor|dentist|landlord|landlady|mentor|student|"
-    "stepson|stepdaughter|stepmother|stepfather|godson|goddaughter|dog|cat|puppy|kitten"
-)
-# "my sister Ana", "our neighbour, Greta", "my little brother Tom", "my sister-in-law Eva".
-_NAMED = re.compile(
-    rf"\b(?i:my|our) (?:(?i:\w+) )?(?i:{_RELATIONS})(?:-in-law)?,? ([A-Z][a-z]+(?:-[A-Z][a-z]+)?)\b"
-)
-# Words with a capital that follow a relation without being a name ("my son Is ...", when the
-# user types in title case, or "my friend I met").
-_NOT_NAMES = frozenset({"I", "I'm", "Is", "Was", "And", "But", "The", "Who", "Has", "Had"})
+from memory.people import named_relative
 
 # How the message patterns of tools.py end: the rest of the message, any characters but a
 # closing quote.
@@ -43,12 +28,7 @@ def named_in_news(message: str) -> str | None:
     """The person the user's ``message`` tells of by name ("Ana" in "My sister Ana just
     started a new job"); None for a question (its answer is grounded instead) or no name."""
     said = message.strip().replace("\u2019", "'")
-    if is_question(said):
-        return None
-    for match in _NAMED.finditer(said):
-        if match.group(1) not in _NOT_NAMES:
-            return match.group(1)
-    return None
+    return None if is_question(said) else named_relative(said)
 
 
 def saying(name: str, pattern: str | None = None) -> str:

@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from memory.llm import StructuredLLM
+from memory.people import named_relative
 
 log = logging.getLogger(__name__)
 
@@ -211,7 +212,52 @@ def _worth_keeping(triplet: Extracted, memory: str) -> bool:
         return False
     talk = {"user", "assistant", "you", "i"}
     between_speakers = {triplet.subject.casefold(), triplet.object.casefold()} <= talk
-    return not between_speakers and triplet.relation not in TALK_RELATIONS
+    if between_speakers or triplet.relation in TALK_RELATIONS:
+        return False
+    return _stated_together(triplet, memory)
+
+
+_SENTENCE = re.compile(r"[^.!?]+[.!?]*")
+_PRONOUNS = re.compile(r"\b(?:he|she|they|him|her|them|his|their)\b", re.IGNORECASE)
+
+
+def _stated_together(triplet: Extracted, memory: str) -> bool:
+    """Whether a sentence of ``memory`` that names the object states it of the subject, when
+    the subject is someone: for the one speaking, a sentence not about someone they name ("My
+    brother Luis lives in Valencia" is Luis's); for anyone else, one that names them (or, after
+    one that did, says "he" or "she"). The 1.5B model gave "Hi, I'm Marta. My brother Luis lives
+    in Valencia and works as a nurse." as (Marta, lives in, Valencia), (Marta, works as, nurse).
+    """
+    subject = triplet.subject.casefold()
+    is_speaker = subject in _speakers(memory)
+    if not (is_speaker or triplet.subject[:1].isupper()):
+        return True  # a thing ("weather", "rain"), not someone the facts could be mixed up with
+    named_before = False
+    for match in _SENTENCE.finditer(memory):
+        sentence = match.group(0)
+        names_subject = not is_speaker and _named_in(triplet.subject, sentence)
+        if _named_in(triplet.object, sentence):
+            relative = named_relative(sentence)
+            if is_speaker and (relative is None or relative in triplet.object):
+                return True  # the speaker's own fact, or who the relative is to them
+            if names_subject or (named_before and _PRONOUNS.search(sentence)):
+                return True
+        named_before = named_before or names_subject
+    return False
+
+
+_INTRODUCED = re.compile(r"\b(?:i'm|i am|my name is|call me) ([A-Z][a-z]+)", re.IGNORECASE)
+
+
+def _speakers(memory: str) -> set[str]:
+    """Who says ``memory`` (case-folded): "user", "I" and the like, the name before its
+    colon ("Caroline: ..."), and the name they give themselves ("Hi, I'm Marta")."""
+    names = set(SPEAKER_WORDS)
+    prefix, colon, _ = memory.partition(":")
+    if colon and 0 < len(prefix.split()) <= 3:
+        names.add(prefix.strip().casefold())
+    names.update(match.group(1).casefold() for match in _INTRODUCED.finditer(memory))
+    return names
 
 
 # Who speaks in a memory is named by its prefix or by a pronoun, not always in so many words.

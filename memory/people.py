@@ -1,0 +1,32 @@
+"""Someone the user names by how they are related to them ("my sister Ana", "our neighbour,
+Greta"): what the agent's reply must name (assistant/agent/naming.py), and whose facts a
+sentence states rather than the user's (memory/graph/extract.py)."""
+
+from __future__ import annotations
+
+import re
+
+RELATIONS = (
+    "sister|brother|sibling|son|daughter|child|kid|mum|mom|mother|dad|father|parent|"
+    "grandma|grandmother|granny|grandpa|grandfather|grandson|granddaughter|aunt|uncle|"
+    "cousin|niece|nephew|wife|husband|partner|spouse|fiance|fiancee|girlfriend|boyfriend|"
+    "friend|best friend|neighbour|neighbor|colleague|coworker|co-worker|boss|manager|"
+    "flatmate|roommate|housemate|teacher|doctor|dentist|landlord|landlady|mentor|student|"
+    "stepson|stepdaughter|stepmother|stepfather|godson|goddaughter|dog|cat|puppy|kitten"
+)
+# "my sister Ana", "our neighbour, Greta", "my little brother Tom", "my sister-in-law Eva".
+_NAMED = re.compile(
+    rf"\b(?i:my|our) (?:(?i:\w+) )?(?i:{RELATIONS})(?:-in-law)?,? ([A-Z][a-z]+(?:-[A-Z][a-z]+)?)\b"
+)
+# Words with a capital that follow a relation without being a name ("my son Is ...", when the
+# user types in title case, or "my friend I met").
+_NOT_NAMES = frozenset({"I", "I'm", "Is", "Was", "And", "But", "The", "Who", "Has", "Had"})
+
+
+def named_relative(text: str) -> str | None:
+    """The first person ``text`` names by their relation to the speaker ("Ana" in "My sister
+    Ana just started a new job"), if any."""
+    for match in _NAMED.finditer(text.replace("\u2019", "'")):
+        if match.group(1) not in _NOT_NAMES:
+            return match.group(1)
+    return None
