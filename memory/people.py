@@ -18,6 +18,9 @@ RELATIONS = (
 _NAMED = re.compile(
     rf"\b(?i:my|our) (?:(?i:\w+) )?(?i:{RELATIONS})(?:-in-law)?,? ([A-Z][a-z]+(?:-[A-Z][a-z]+)?)\b"
 )
+# How a relation between the user and someone reads ("has brother", "is married to"): what
+# "my brother Luis" states of the user, and no more.
+_KIN = re.compile(rf"\b(?:{RELATIONS}|married|engaged|related|has)\b", re.IGNORECASE)
 # Words with a capital that follow a relation without being a name ("my son Is ...", when the
 # user types in title case, or "my friend I met").
 _NOT_NAMES = frozenset({"I", "I'm", "Is", "Was", "And", "But", "The", "Who", "Has", "Had"})
@@ -30,3 +33,9 @@ def named_relative(text: str) -> str | None:
         if match.group(1) not in _NOT_NAMES:
             return match.group(1)
     return None
+
+
+def is_kin(relation: str) -> bool:
+    """Whether ``relation`` says how someone is related to the speaker ("has brother", "is
+    father of"), not what they did ("retired")."""
+    return _KIN.search(relation) is not None

@@ -140,6 +140,9 @@ def test_facts_about_people_are_no_ground_for_a_plan(stream: MemoryStream, clock
     stream.add("User: My friend Tom retired last year.", source="user")
     clock.advance(hours=1)
     assert planner.step() is None and llm.requests == [], "what they told of others is theirs"
+    with pytest.raises(PlanError, match="nothing to plan from"):
+        planner.plan_day()  # asked: one clear line, no day made up
+    assert llm.requests == []
     stream.add("User: I want to learn Portuguese before my trip.", source="user")
     clock.advance(minutes=5)
     assert planner.step() == "planned the day in 5 chunks"

@@ -197,6 +197,7 @@ def test_a_fact_stays_the_persons_whose_sentence_states_it() -> None:
             (1, "Luis", "lives in", "Valencia"),
             (1, "Luis", "works as", "nurse"),
             (1, "user", "is named", "Marta"),
+            (1, "user", "retired", "Luis"),  # Luis is named, but this is no kin relation
         )
     )
     kept = extract(llm, [said])

@@ -278,6 +278,12 @@ class DayPlanner:
         return [p for p in pieces if p.by_user or p.record.id in edited]
 
     def _plan_day(self, now: datetime, situation: Sequence[str]) -> str:
+        if not situation:
+            # Asked with nothing to go on, the 0.5B model's chunks were the prompt said back
+            # ("Plan the rest of the user's day in 5 to 8 broad chunks ...").
+            raise PlanError(
+                "nothing to plan from yet: no appointment, goal, reminder or task for today"
+            )
         prompt = (
             f"It is {now:%A %d %B %Y}, {now:%H:%M}. Plan the rest of the user's day in "
             f"{BROAD_CHUNKS[0]} to {BROAD_CHUNKS[1]} broad chunks, in time order, from "

@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from memory.llm import StructuredLLM
-from memory.people import named_relative
+from memory.people import is_kin, named_relative
 
 log = logging.getLogger(__name__)
 
@@ -238,8 +238,10 @@ def _stated_together(triplet: Extracted, memory: str) -> bool:
         names_subject = not is_speaker and _named_in(triplet.subject, sentence)
         if _named_in(triplet.object, sentence):
             relative = named_relative(sentence)
-            if is_speaker and (relative is None or relative in triplet.object):
-                return True  # the speaker's own fact, or who the relative is to them
+            if is_speaker and relative is None:
+                return True  # the speaker's own fact
+            if is_speaker and relative is not None and relative in triplet.object:
+                return is_kin(triplet.relation)  # who the relative is: (user, has brother, Luis)
             if names_subject or (named_before and _PRONOUNS.search(sentence)):
                 return True
         named_before = named_before or names_subject
