@@ -188,7 +188,7 @@ def test_the_real_model_plans_a_day_in_five_to_eight_timed_chunks(
     fast_llm: LLMClient, stores: Stores
 ) -> None:
     morning = datetime(2026, 11, 23, 8, 0, tzinfo=UTC)
-    stores.stream.add("User: On Monday I have a team meeting at 10 and the gym at 18.")
+    stores.stream.add("User: On Monday I have to be at a team meeting at 10 and the gym at 18.")
     planner = DayPlanner(
         stores.stream,
         fast_llm,

@@ -458,22 +458,23 @@ _SPAN = re.compile(r"([01][0-9]|2[0-3]):([0-5][0-9])-([01][0-9]|2[0-4]):([0-5][0
 
 
 def about_their_time(record: MemoryRecord, today: date) -> bool:
-    """Whether a memory tells of the user's time: it names a date or a time from ``today`` on
-    (its event time: "retired last year" is no ground for today's plan), or what the user
-    will do or wants to."""
-    upcoming = record.event_time is not None and record.event_time.date() >= today
-    return upcoming or _INTENT.search(record.text) is not None
+    """Whether a memory tells of the user's time today: its event time is today ("retired
+    last year" is no ground for today's plan, nor, in a tmux trial, "my daughter's recital is
+    next Friday at 6 pm", which made a day of twelve chunks), or it says what the user will do
+    or wants to ("I must finish the report by Tuesday")."""
+    happens_today = record.event_time is not None and record.event_time.date() == today
+    return happens_today or _INTENT.search(record.text) is not None
 
 
 def _tells_of_time(line: str, now: datetime) -> bool:
-    """As :func:`about_their_time`, for a line of what the agent keeps about the user
-    ("Gym on Mondays at 18:00", "Must finish the report today")."""
+    """As :func:`about_their_time`, for a line of what the agent keeps about the user ("Gym on
+    Mondays at 18:00" on a Monday, "Must finish the report today")."""
     try:
         said = resolve_event_time(line, now)
     except ValueError:
         said = None
-    upcoming = said is not None and said.when.date() >= now.date()
-    return upcoming or _INTENT.search(line) is not None
+    happens_today = said is not None and said.when.date() == now.date()
+    return happens_today or _INTENT.search(line) is not None
 
 
 def _piece(record: MemoryRecord | None, now: datetime) -> PlanPiece | None:
