@@ -284,10 +284,10 @@ class LLMClient:
             )
         except openai.APIError as error:
             raise self._describe(error) from None
-        except RuntimeError as error:
-            # httpx's word for a request made after close(): the runtime stopped or switched
+        except RuntimeError:
+            # httpx's error for a request made after close(): the runtime stopped or switched
             # the LLM while background work (a summary's read-ahead) still held this client.
-            if "client has been closed" not in str(error):
+            if not self._client.is_closed():
                 raise
             raise LLMUnavailable(f"the LLM client for {self.endpoint.base_url} is closed") from None
 

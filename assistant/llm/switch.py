@@ -46,16 +46,15 @@ class SwitchableLLM:
     def coming(self, reason: str, wait_s: float) -> LLMClient | None:
         """Hold every later request until :meth:`use` or :meth:`unavailable` is called, for
         at most ``wait_s`` (then it fails with ``reason``); returns the client taken out."""
-        previous = self._set(None, reason)
-        with self._changed:
-            self._wait_until = time.monotonic() + wait_s
-        return previous
+        return self._set(None, reason, time.monotonic() + wait_s)
 
-    def _set(self, client: LLMClient | None, reason: str) -> LLMClient | None:
+    def _set(
+        self, client: LLMClient | None, reason: str, wait_until: float = 0.0
+    ) -> LLMClient | None:
         with self._changed:
             previous, self._client = self._client, client
             self._reason = reason
-            self._wait_until = 0.0
+            self._wait_until = wait_until
             self._changed.notify_all()
         return previous
 

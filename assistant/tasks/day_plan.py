@@ -462,8 +462,7 @@ def about_their_time(record: MemoryRecord, today: date) -> bool:
     last year" is no ground for today's plan, nor, in a tmux trial, "my daughter's recital is
     next Friday at 6 pm", which made a day of twelve chunks), or it says what the user will do
     or wants to ("I must finish the report by Tuesday")."""
-    happens_today = record.event_time is not None and record.event_time.date() == today
-    return happens_today or _INTENT.search(record.text) is not None
+    return _today_or_intended(record.event_time, record.text, today)
 
 
 def _tells_of_time(line: str, now: datetime) -> bool:
@@ -473,8 +472,11 @@ def _tells_of_time(line: str, now: datetime) -> bool:
         said = resolve_event_time(line, now)
     except ValueError:
         said = None
-    happens_today = said is not None and said.when.date() == now.date()
-    return happens_today or _INTENT.search(line) is not None
+    return _today_or_intended(said.when if said else None, line, now.date())
+
+
+def _today_or_intended(when: datetime | None, text: str, today: date) -> bool:
+    return (when is not None and when.date() == today) or _INTENT.search(text) is not None
 
 
 def _piece(record: MemoryRecord | None, now: datetime) -> PlanPiece | None:
