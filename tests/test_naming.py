@@ -13,7 +13,7 @@ from assistant.agent.context import ContextConfig, ContextWindow
 from assistant.agent.events import UserText
 from assistant.agent.naming import named_in_news, saying
 from assistant.agent.refusal import WILLING_PATTERN
-from assistant.agent.tools import Stores
+from assistant.agent.tools import COMPOSED_PATTERN, Stores
 from assistant.llm.client import LLMClient
 from tests.agent_helpers import ScriptedStream, action, say
 
@@ -89,6 +89,14 @@ def test_a_question_or_a_message_naming_nobody_is_not_held(stores: Stores) -> No
         llm = ScriptedStream(say("Noted."))
         agent(llm, stores).respond(UserText(message))
         assert "Ana[" not in json.dumps(llm.schemas[0]), message
+
+
+def test_a_request_routed_to_a_tool_keeps_its_own_pattern(stores: Stores) -> None:
+    """A poem asked for at once is held so its lines may break (tools.py); naming someone in
+    the request does not take that away."""
+    llm = ScriptedStream(say("Ana hums,\nrain on the roof."))
+    agent(llm, stores).respond(UserText("Write a poem about my sister Ana."))
+    assert message_patterns(llm.schemas[0]) == {COMPOSED_PATTERN}
 
 
 @pytest.mark.slow

@@ -641,8 +641,9 @@ class Agent:
         return Request.of(messages, **options), text
 
     def _names(self, text: str, only: str | None) -> str | None:
-        """The person a message answering ``text`` must name (naming.py), if any."""
-        return named_in_news(text) if only in (None, "send_message") else None
+        """The person a message answering ``text`` must name (naming.py), if any; none for a
+        request routed to a tool (a poem about Ana keeps the poem's pattern)."""
+        return named_in_news(text) if only is None else None
 
     def _naming(self, name: str, only: str | None, willing: bool) -> dict[str, Any]:
         """The action schema of a step whose message says ``name`` (held to open willingly
