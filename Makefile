@@ -23,7 +23,7 @@ run: $(STAMPS)/app
 test: $(STAMPS)/test
 	@scripts/system-deps.sh libportaudio2
 	@scripts/system-deps.sh --required espeak-ng sox tmux
-	$(BIN)/python -m pytest
+	$(BIN)/python -m pytest --durations=25
 
 lint: $(STAMPS)/test
 	$(BIN)/ruff check .
