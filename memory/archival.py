@@ -25,10 +25,10 @@ from numpy.typing import NDArray
 from memory.embedder import Embedder
 from memory.locking import WriteLock
 from memory.paging import Page, page_bounds
-from memory.records import TIMESTAMP, is_valid_source, utc_now
+from memory.records import TIMESTAMP, Clock, is_valid_source, utc_now
 from memory.scoring import cosine, min_max
-from memory.stream import Clock, clean_text
 from memory.table import Table, in_list, quote
+from memory.text import storable_text
 
 log = logging.getLogger(__name__)
 
@@ -224,14 +224,14 @@ class ArchivalStore:
 
     def insert(self, text: str, source: str = "user", title: str | None = None) -> list[str]:
         """Chunk, embed and store a document; returns its chunk ids (committed on return)."""
-        text = clean_text(text)
+        text = storable_text(text)
         if not text:
             raise ValueError("an archival document needs some text (it was empty or blank)")
         if not is_valid_source(source):
             raise ValueError(f"unknown source {source!r}")
         chunks = split_into_chunks(text)
         vectors = self._embedder.embed([chunk.text for chunk in chunks])
-        rows = self._rows(chunks, vectors, source, clean_text(title or "") or None)
+        rows = self._rows(chunks, vectors, source, storable_text(title or "") or None)
         self.table.add(rows)
         if not self._indexed:
             self.table.ensure_indices()
@@ -243,7 +243,7 @@ class ArchivalStore:
         earlier version of it once the new one is stored: a file read again is not kept twice."""
         ids = self.insert(text, source, title)
         document_id = ids[0].split(":", 1)[0]
-        where = f"title = {quote(clean_text(title))} AND document_id != {quote(document_id)}"
+        where = f"title = {quote(storable_text(title))} AND document_id != {quote(document_id)}"
         if self.table.count(where):
             self.table.write(lambda table: table.delete(where))
         return ids
@@ -275,7 +275,7 @@ class ArchivalStore:
     def search(self, query: str, page: int = 1, page_size: int = 10) -> Page[ArchivalHit]:
         """Chunks ranked by hybrid relevance to ``query``, one page of them."""
         offset, limit = page_bounds(page, page_size)
-        query = clean_text(query)
+        query = storable_text(query)
         if not query:
             raise ValueError("an archival search needs a query")
         columns = ["id", "document_id", "title", "text"]

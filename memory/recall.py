@@ -24,9 +24,9 @@ from memory.database import DatabaseError
 from memory.embedder import Embedder
 from memory.locking import LockTimeout, WriteLock
 from memory.paging import Page, page_bounds
-from memory.records import TIMESTAMP, _aware, utc_now
-from memory.stream import MAX_EMBED_CHARS, Clock, clean_text
+from memory.records import TIMESTAMP, Clock, _aware, utc_now
 from memory.table import Table, in_list
+from memory.text import MAX_EMBED_CHARS, storable_text
 
 ROLES = ("system", "user", "assistant", "tool")
 COLUMNS = ["id", "seq", "role", "text", "conversation_id", "at"]
@@ -97,7 +97,7 @@ class RecallStore:
         self, role: str, text: str, conversation_id: str = "main", at: datetime | None = None
     ) -> RecallMessage:
         """Store a message with the next sequence number; committed when this returns."""
-        text = clean_text(text)
+        text = storable_text(text)
         if not text:
             raise ValueError("a message needs some text (it was empty or blank)")
         if role not in ROLES:
@@ -131,7 +131,7 @@ class RecallStore:
         """Messages ranked by text (BM25) and meaning (embedding) together; with an empty query,
         the messages in the range in order."""
         where = _where(since, until, roles)
-        query = clean_text(query)
+        query = storable_text(query)
         if not query:
             return self._in_order(where, page, page_size)
         offset, limit = page_bounds(page, page_size)

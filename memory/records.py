@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from typing import Any, Literal, get_args
@@ -25,6 +26,10 @@ DEFAULT_IMPORTANCE = 3
 
 def utc_now() -> datetime:
     return datetime.now(UTC)
+
+
+# What the stores read the time from (utc_now, or a test's clock).
+Clock = Callable[[], datetime]
 
 
 def is_valid_source(source: str) -> bool:

@@ -32,6 +32,7 @@ from memory.paging import Page, page_bounds
 from memory.records import (
     DEFAULT_IMPORTANCE,
     KINDS,
+    Clock,
     ImportanceState,
     Kind,
     MemoryRecord,
@@ -51,15 +52,13 @@ from memory.scoring import (
     weighted_sum,
 )
 from memory.table import Table, in_list, quote
+from memory.text import MAX_EMBED_CHARS, storable_text
 from memory.timeparse import resolve_event_time
 
 log = logging.getLogger(__name__)
 
-Clock = Callable[[], datetime]
 RelevanceMode = Literal["cosine", "text", "hybrid", "rrf", "contextual"]
 EDITABLE = ("text", "importance", "pinned", "kind", "event_time")
-# A huge paste is kept whole; only this much of it is embedded and rated.
-MAX_EMBED_CHARS = 4_000
 # Which importance scale the stored ratings were made on (memory/rerating.py).
 RATING_FILE = "importance_scale.json"
 
@@ -160,7 +159,7 @@ class NewMemory:
 
 
 def _validate(item: NewMemory) -> None:
-    if not clean_text(item.text):
+    if not storable_text(item.text):
         raise MemoryRequestError("a memory needs some text")
     if item.kind not in KINDS:
         raise MemoryRequestError(f"unknown kind {item.kind!r}; one of {', '.join(KINDS)}")
@@ -188,17 +187,8 @@ class EvidenceNode:
     children: tuple[EvidenceNode, ...]
 
 
-_SURROGATES = re.compile("[\ud800-\udfff]")
-
-
 def _timestamp(moment: datetime) -> str:
     return f"arrow_cast({to_us(moment)}, 'Timestamp(Microsecond, Some(\"UTC\"))')"
-
-
-def clean_text(text: str) -> str:
-    """Text that any store and screen can hold: lone surrogates (from undecodable bytes) become
-    U+FFFD, NULs are dropped."""
-    return _SURROGATES.sub("\ufffd", text).replace("\x00", "").strip()
 
 
 class MemoryStream:
@@ -273,7 +263,7 @@ class MemoryStream:
         a merged near-copy standing for its item."""
         for item in items:
             _validate(item)
-        texts = [clean_text(item.text) for item in items]
+        texts = [storable_text(item.text) for item in items]
         vectors = self._embedder.embed([text[:MAX_EMBED_CHARS] for text in texts])
         results: list[MemoryRecord] = []
         fresh: list[MemoryRecord] = []
@@ -454,7 +444,7 @@ class MemoryStream:
         filters = filters or Filters()
         weights = weights or self.config.weights
         now = self._clock()
-        text = clean_text(query)
+        text = storable_text(query)
         allowed = self._allowed(filters)
         # The full-text search needs no vector: it waits on LanceDB while the query is embedded
         # and numpy scores.
@@ -963,7 +953,7 @@ class MemoryStream:
     ) -> dict[str, Any]:
         values: dict[str, Any] = {}
         if "text" in changes:
-            text = clean_text(str(changes["text"]))
+            text = storable_text(str(changes["text"]))
             if not text:
                 raise MemoryRequestError("a memory needs some text")
             values["text"] = text

@@ -20,8 +20,7 @@ from typing import Any
 
 from memory.graph.store import Entity, GraphStore, Triplet
 from memory.history import Action, Change, new_change
-from memory.records import _aware, utc_now
-from memory.stream import Clock
+from memory.records import Clock, _aware, utc_now
 
 NAME_CHARS = 60
 RELATION_CHARS = 40
