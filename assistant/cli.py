@@ -161,8 +161,10 @@ def _export(loaded: LoadedConfig, args: argparse.Namespace) -> int:
     data = settings.data_dir
     embedder = load_embedder(settings, ProfileModels(settings).embedder())
     try:
-        stream = MemoryStream(data, embedder)
-        graph = GraphStore(open_database(data), WriteLock(data / "memory.lock"), embedder)
+        database = open_database(data)
+        lock = WriteLock(data / "memory.lock")
+        stream = MemoryStream(database, lock, embedder)
+        graph = GraphStore(database, lock, embedder)
         try:
             if args.jsonl:
                 count = export_jsonl(stream, args.jsonl)

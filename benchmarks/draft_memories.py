@@ -58,10 +58,12 @@ def measure(folder: Path, memories: int) -> dict[str, dict[str, Any]]:
     from assistant.agent.agent import AgentConfig
     from assistant.agent.draft_memories import DraftMemories
     from benchmarks.retrieval_scale import real_embedder
+    from memory.database import open_database
+    from memory.locking import WriteLock
     from memory.stream import MemoryStream
 
     build_memory(folder, memories)
-    stream = MemoryStream(folder, real_embedder())
+    stream = MemoryStream(open_database(folder), WriteLock(folder / "memory.lock"), real_embedder())
     weights = AgentConfig().retrieval_weights
     wanted = AgentConfig().retrieved_memories
     ranked: dict[tuple[str, int], list[Any]] = {}

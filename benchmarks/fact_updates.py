@@ -114,7 +114,9 @@ def learn_cases(
     same_aspect: float = SAME_ASPECT,
 ) -> tuple[GraphStore, int, float]:
     """Every case's two memories learnt, befores first; (the graph, LLM calls, seconds)."""
-    stream = MemoryStream(folder, embedder, clock=lambda: FIRST_SAID + 2 * CHANGED_AFTER)
+    database = open_database(folder)
+    lock = WriteLock(folder / "memory.lock")
+    stream = MemoryStream(database, lock, embedder, clock=lambda: FIRST_SAID + 2 * CHANGED_AFTER)
     befores = [c.before for c in cases] + [a.before for a in additions]
     afters = [c.after for c in cases] + [a.after for a in additions]
     said = [
@@ -126,7 +128,7 @@ def learn_cases(
         records = stream.add_many(said, merge_duplicates=False)
     finally:
         stream.close()
-    store = GraphStore(open_database(folder), WriteLock(folder / "memory.lock"), embedder)
+    store = GraphStore(database, lock, embedder)
     graph = KnowledgeGraph(store, embedder, llm, same_aspect=same_aspect)
     started = time.perf_counter()
     calls = 0

@@ -326,7 +326,9 @@ def conversation_stream(
     """A stream in ``folder`` holding every turn; yields it with the map record id -> dia_id
     (in turn order). A folder that holds them already (``--keep``) is opened as it is."""
     last = max((turn.when for turn in conversation.turns), default=datetime.now(UTC))
-    stream = MemoryStream(folder, embedder, clock=lambda: last)
+    stream = MemoryStream(
+        open_database(folder), WriteLock(folder / "memory.lock"), embedder, clock=lambda: last
+    )
     saved = folder / TURNS_FILE
     try:
         if saved.exists():

@@ -68,10 +68,12 @@ def measure(folder: Path, memories: int, floor: float) -> dict[str, Any]:
             vectors = embedder.embed(list(probe.memories))
             needed.extend(cosine(embedder.embed([probe.message])[0], vectors).tolist())
 
+    from memory.database import open_database
+    from memory.locking import WriteLock
     from memory.stream import MemoryStream
 
     build_memory(folder, memories)
-    stream = MemoryStream(folder, embedder)
+    stream = MemoryStream(open_database(folder), WriteLock(folder / "memory.lock"), embedder)
     config = AgentConfig()
     best: list[float] = []
     none = 0

@@ -69,7 +69,9 @@ import numpy as np
 import pyarrow as pa
 from numpy.typing import NDArray
 
+from memory.database import open_database
 from memory.embedder import Embedder
+from memory.locking import WriteLock
 from memory.mirror import to_us
 from memory.scoring import RetrievalWeights, cosine, min_max, recency
 from memory.stream import MemoryStream, NewMemory, RelevanceMode
@@ -523,7 +525,9 @@ def build_memory(
         derived, pairs = derive_vectors(real, stats.derived_records)
         vectors = np.concatenate([real, derived])
         extra = [*texts, *derived_texts(texts, pairs)]
-    stream = MemoryStream(folder, embedder, clock=lambda: NOW)
+    stream = MemoryStream(
+        open_database(folder), WriteLock(folder / "memory.lock"), embedder, clock=lambda: NOW
+    )
     try:
         with stream.records.bulk(), stream.history.table.bulk():
             start = 0
@@ -834,7 +838,10 @@ def run(
             + f"{stats.db_bytes / 1e6:,.0f} MB ({stats.live_bytes / 1e6:,.0f} MB in the latest "
             + "version; older versions go at the first fold after they are an hour old)"
         )
-        stream = MemoryStream(folder / "data", bench, clock=lambda: NOW)
+        data = folder / "data"
+        stream = MemoryStream(
+            open_database(data), WriteLock(data / "memory.lock"), bench, clock=lambda: NOW
+        )
         try:
             figures = measure(
                 stream, bench, asked, naive=size <= NAIVE_MAX_SIZE, label=f"[{size:,}]"

@@ -216,10 +216,12 @@ class Clocked:
 
 def build_memory(folder: Path, count: int) -> None:
     from benchmarks.retrieval_scale import memory_texts, real_embedder, record_metadata
+    from memory.database import open_database
+    from memory.locking import WriteLock
     from memory.stream import MemoryStream, NewMemory
 
     embedder = real_embedder()
-    stream = MemoryStream(folder, embedder)
+    stream = MemoryStream(open_database(folder), WriteLock(folder / "memory.lock"), embedder)
     times, importances = record_metadata(count)
     items = [
         NewMemory(text, importance=importance, created_at=when)
@@ -332,10 +334,12 @@ def least_new_tokens(settings: Any, folder: Path, count: Any, turns: int) -> lis
     from assistant.agent.context import MESSAGE_OVERHEAD_TOKENS
     from assistant.agent.tools import memories_block
     from benchmarks.retrieval_scale import real_embedder
+    from memory.database import open_database
+    from memory.locking import WriteLock
     from memory.stream import MemoryStream
 
     config = AgentConfig(retrieved_memories=settings.agent.retrieved_memories)
-    stream = MemoryStream(folder, real_embedder())
+    stream = MemoryStream(open_database(folder), WriteLock(folder / "memory.lock"), real_embedder())
     try:
         tokens = []
         for text in itertools.islice(itertools.cycle(CONVERSATION), turns):

@@ -9,6 +9,7 @@ import json
 import logging
 import threading
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
@@ -19,6 +20,17 @@ from memory.table import Table, in_list
 log = logging.getLogger(__name__)
 
 BATCH = 500
+# Which importance scale the stored ratings were made on, in the data folder.
+RATING_FILE = "importance_scale.json"
+
+
+@dataclass(frozen=True)
+class ImportanceRating:
+    """The scale new records are rated on as they are stored, and the file (``RATING_FILE`` in
+    the data folder) saying which scale the stored ratings were made on."""
+
+    scale: ImportanceScale
+    version_file: Path
 
 
 class Rerating:

@@ -15,17 +15,15 @@ from collections.abc import Callable, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from datetime import datetime
-from pathlib import Path
 from typing import Any, Literal, Protocol
 
 import numpy as np
 import pyarrow as pa
 from numpy.typing import NDArray
 
-from memory.database import open_database
 from memory.embedder import Embedder
 from memory.history import HISTORY_SCHEMA, Change, History, new_change
-from memory.importance import ImportanceScale, Rating
+from memory.importance import Rating
 from memory.locking import WriteLock
 from memory.mirror import RecordMirror, openers, to_us
 from memory.paging import Page, page_bounds
@@ -41,7 +39,7 @@ from memory.records import (
     records_schema,
     utc_now,
 )
-from memory.rerating import Rerating
+from memory.rerating import ImportanceRating, Rerating
 from memory.scoring import (
     FloatArray,
     RetrievalWeights,
@@ -59,8 +57,6 @@ log = logging.getLogger(__name__)
 
 RelevanceMode = Literal["cosine", "text", "hybrid", "rrf", "contextual"]
 EDITABLE = ("text", "importance", "pinned", "kind", "event_time")
-# Which importance scale the stored ratings were made on (memory/rerating.py).
-RATING_FILE = "importance_scale.json"
 
 
 class MemoryRequestError(Exception):
@@ -194,9 +190,10 @@ def _timestamp(moment: datetime) -> str:
 class MemoryStream:
     def __init__(
         self,
-        data_dir: Path,
+        database: Any,
+        lock: WriteLock,
         embedder: Embedder,
-        scale: ImportanceScale | None = None,
+        rating: ImportanceRating | None = None,
         clock: Clock = utc_now,
         config: MemoryConfig | None = None,
         graph: GraphSource | None = None,
@@ -205,8 +202,6 @@ class MemoryStream:
         self.graph = graph
         self._embedder = embedder
         self._clock = clock
-        database = open_database(data_dir)
-        lock = WriteLock(data_dir / "memory.lock")
         self.records = Table(database, "records", records_schema(embedder.dimensions), lock)
         self.history = History(
             Table(database, "history", HISTORY_SCHEMA, lock, text_column=None, vector_column=None)
@@ -215,10 +210,10 @@ class MemoryStream:
         self._load_mirror()
         self.records.ensure_indices()
         # Rates each new record as it is stored (None: records wait, unrated, for a scale).
-        self._scale = scale
+        self._scale = rating.scale if rating is not None else None
         self._rerating = (
-            Rerating(self.records, scale, self._apply_ratings, data_dir / RATING_FILE)
-            if scale is not None
+            Rerating(self.records, rating.scale, self._apply_ratings, rating.version_file)
+            if rating is not None
             else None
         )
         self._searches = ThreadPoolExecutor(1, thread_name_prefix="memory-search")

@@ -31,7 +31,7 @@ from memory.graph.store import GraphStore
 from memory.locking import WriteLock
 from memory.stream import MemoryStream
 from tests.helpers.service import InProcess
-from tests.memory_helpers import Clock
+from tests.memory_helpers import Clock, open_stream
 from voice.stt import WhisperSTT
 from voice.tts import PiperTTS
 from voice.turn_end import SmartTurn
@@ -161,7 +161,7 @@ def clock() -> Clock:
 @pytest.fixture
 def stream(tmp_path: Path, embedder: OnnxSentenceEmbedder, clock: Clock) -> Iterator[MemoryStream]:
     """A fresh memory stream on real LanceDB, with the real embedder and the test clock."""
-    memory = MemoryStream(tmp_path / "data", embedder, clock=clock)
+    memory = open_stream(tmp_path / "data", embedder, clock=clock)
     yield memory
     memory.close()
 

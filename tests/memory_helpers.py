@@ -1,4 +1,5 @@
-"""Collaborators for memory tests: a controllable clock and a scripted structured LLM."""
+"""Collaborators for memory tests: a controllable clock, a scripted structured LLM, and the
+memory stream opened on a data folder."""
 
 from __future__ import annotations
 
@@ -6,9 +7,17 @@ import threading
 import uuid
 from collections.abc import Callable, Sequence
 from datetime import UTC, datetime, timedelta
+from pathlib import Path
 from typing import Any
 
+from memory.database import open_database
+from memory.embedder import Embedder
 from memory.graph.store import GraphStore, Triplet
+from memory.importance import ImportanceScale
+from memory.locking import WriteLock
+from memory.records import utc_now
+from memory.rerating import RATING_FILE, ImportanceRating
+from memory.stream import MemoryConfig, MemoryStream
 
 START = datetime(2026, 11, 21, 12, 0, tzinfo=UTC)
 
@@ -79,3 +88,18 @@ def store_fact(
     )
     store.add_triplets([triplet])
     return triplet
+
+
+def open_stream(
+    data: Path,
+    embedder: Embedder,
+    scale: ImportanceScale | None = None,
+    clock: Callable[[], datetime] = utc_now,
+    config: MemoryConfig | None = None,
+) -> MemoryStream:
+    """The memory stream on the database and write lock in ``data``, rating on ``scale`` (as
+    assistant.agent.session.open_stores opens it)."""
+    rating = ImportanceRating(scale, data / RATING_FILE) if scale is not None else None
+    return MemoryStream(
+        open_database(data), WriteLock(data / "memory.lock"), embedder, rating, clock, config
+    )

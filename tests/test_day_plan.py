@@ -15,7 +15,7 @@ import pytest
 from assistant.tasks.day_plan import DayPlanner, PlanError
 from memory.embedder import OnnxSentenceEmbedder
 from memory.stream import MemoryStream
-from tests.memory_helpers import Clock
+from tests.memory_helpers import Clock, open_stream
 from tests.task_helpers import ScriptedSteps
 
 MORNING = datetime(2026, 11, 23, 8, 30, tzinfo=UTC)
@@ -47,7 +47,7 @@ def clock() -> Clock:
 
 @pytest.fixture
 def stream(tmp_path: Path, embedder: OnnxSentenceEmbedder, clock: Clock) -> Iterator[MemoryStream]:
-    memory = MemoryStream(tmp_path / "data", embedder, clock=clock)
+    memory = open_stream(tmp_path / "data", embedder, clock=clock)
     yield memory
     memory.close()
 

@@ -19,7 +19,7 @@ from memory.embedder import OnnxSentenceEmbedder
 from memory.export import export_jsonl, export_markdown, import_jsonl
 from memory.records import KINDS, MemoryRecord
 from memory.stream import Filters, MemoryConfig, MemoryStream, ScoredMemory
-from tests.memory_helpers import START, Clock
+from tests.memory_helpers import START, Clock, open_stream
 
 RECORDS = 9
 NOTE_NAME = re.compile(r"\d{4}-\d{2}-\d{2} [a-z0-9]+(-[a-z0-9]+)* [a-z0-9]+(-\d+)?")
@@ -106,7 +106,7 @@ def exported(
     """A varied memory, exported (a few records per page) with and without embeddings."""
     folder = tmp_path_factory.mktemp("export")
     clock = Clock()
-    stream = MemoryStream(folder / "data", embedder, clock=clock)
+    stream = open_stream(folder / "data", embedder, clock=clock)
     fill(stream, clock)
     with pytest.MonkeyPatch.context() as patch:
         patch.setattr(export, "PAGE_SIZE", 3)
@@ -120,7 +120,7 @@ def exported(
 @pytest.fixture
 def fresh(tmp_path: Path, exported: Exported, embedder: OnnxSentenceEmbedder) -> MemoryStream:
     """An empty memory in a new data folder, on the same clock."""
-    return MemoryStream(tmp_path / "fresh", embedder, clock=exported.clock)
+    return open_stream(tmp_path / "fresh", embedder, clock=exported.clock)
 
 
 def test_the_memory_is_varied(exported: Exported) -> None:
@@ -176,8 +176,8 @@ def test_round_trip_into_a_new_folder_gives_an_identical_memory(
     assert_same_retrieval(exported.stream, fresh, exact=False)
     cosine = MemoryConfig(relevance="cosine")
     assert_same_retrieval(
-        MemoryStream(exported.data, embedder, clock=exported.clock, config=cosine),
-        MemoryStream(tmp_path / "fresh", embedder, clock=exported.clock, config=cosine),
+        open_stream(exported.data, embedder, clock=exported.clock, config=cosine),
+        open_stream(tmp_path / "fresh", embedder, clock=exported.clock, config=cosine),
         exact=True,
     )
 
@@ -221,7 +221,7 @@ def test_every_float32_survives_the_round_trip_bit_for_bit(
     fresh.restore_records(records)
     path = tmp_path / "bits.jsonl"
     assert export_jsonl(fresh, path) == 40
-    copy = MemoryStream(tmp_path / "copy", embedder, clock=exported.clock)
+    copy = open_stream(tmp_path / "copy", embedder, clock=exported.clock)
     assert import_jsonl(copy, path) == 40
     for record in records:
         restored = copy.get(record.id)

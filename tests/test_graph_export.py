@@ -21,7 +21,7 @@ from memory.graph.export import FORMAT, export_graph_jsonl, note_names
 from memory.graph.store import Entity, GraphStore
 from memory.locking import WriteLock
 from memory.stream import MemoryStream
-from tests.memory_helpers import START, store_fact
+from tests.memory_helpers import START, open_stream, store_fact
 
 LINK = re.compile(r"\[\[([^\]|]+)(?:\|[^\]]*)?\]\]")
 
@@ -98,7 +98,7 @@ def test_brain_export_writes_all_three(
 ) -> None:
     loaded = loaded_for()
     data = loaded.settings.data_dir
-    stream = MemoryStream(data, embedder)
+    stream = open_stream(data, embedder)
     seeded(stream, GraphStore(open_database(data), WriteLock(data / "memory.lock"), embedder))
     stream.close()
     out = tmp_path / "out"

@@ -29,14 +29,13 @@ from memory.embedder import OnnxSentenceEmbedder
 from memory.scoring import RetrievalWeights, reciprocal_rank
 from memory.stream import (
     MemoryConfig,
-    MemoryStream,
     NewMemory,
     _CreationOrder,
     lexical_query,
     query_names,
     without_names,
 )
-from tests.memory_helpers import ScriptedLLM
+from tests.memory_helpers import ScriptedLLM, open_stream
 
 SESSION_1 = [
     ("Caroline", "Hey Mel! How have you been lately?"),
@@ -310,7 +309,7 @@ def test_contextual_relevance_pulls_in_the_reply_and_the_named_speaker(
 ) -> None:
     start = datetime(2026, 3, 1, 18, 0, tzinfo=UTC)
     later = datetime(2026, 3, 9, 18, 0, tzinfo=UTC)
-    stream = MemoryStream(tmp_path / "data", embedder, clock=lambda: later)
+    stream = open_stream(tmp_path / "data", embedder, clock=lambda: later)
     lines = [
         ("Ben: How was the pottery class on Saturday, Anna?", start),
         ("Anna: Honestly the best afternoon in months.", start),

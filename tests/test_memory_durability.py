@@ -18,8 +18,8 @@ from assistant.settings import Settings
 from memory.database import DatabaseError
 from memory.embedder import OnnxSentenceEmbedder
 from memory.locking import WriteLock
-from memory.stream import MemoryStream
 from tests.conftest import REPO
+from tests.memory_helpers import open_stream
 
 # Each adder is a new process (LanceDB's own fork support is experimental: a forked adder
 # hung once in 50); the next one does its imports while the current one works.
@@ -84,7 +84,7 @@ def test_sigkill_at_random_moments_loses_no_acknowledged_record(
         upcoming.wait()
     # Most adders were killed in the middle of adding, not before their first record.
     assert killed_after_some > ROUNDS // 2, (killed_after_some, len(acknowledged))
-    stream = MemoryStream(data_dir, embedder)
+    stream = open_stream(data_dir, embedder)
     found = {r.id for r in stream.get_many(acknowledged)}
     missing = [i for i in acknowledged if i not in found]
     assert missing == []
@@ -96,7 +96,7 @@ def test_concurrent_writers_lose_no_update(
     tmp_path: Path, fast_settings: Settings, embedder: OnnxSentenceEmbedder
 ) -> None:
     data_dir = tmp_path / "data"
-    stream = MemoryStream(data_dir, embedder)
+    stream = open_stream(data_dir, embedder)
     seeded = [stream.add(f"seed memory number {i} on subject {i}", importance=1) for i in range(8)]
     other_process = adder(data_dir, fast_settings, "other process", 15)
     start(other_process)
@@ -130,7 +130,7 @@ def test_concurrent_writers_lose_no_update(
     assert other_process.wait(timeout=120) == 0
     assert errors == []
     assert len(other_ids) == 15 and len(added) == 18
-    fresh = MemoryStream(data_dir, embedder)
+    fresh = open_stream(data_dir, embedder)
     assert len(fresh.get_many(added + other_ids)) == 33
     assert [r.importance for r in fresh.get_many([s.id for s in seeded])] == [7, 8] * 4
 
@@ -139,12 +139,12 @@ def test_a_corrupt_table_is_reported_not_replaced(
     tmp_path: Path, embedder: OnnxSentenceEmbedder
 ) -> None:
     data_dir = tmp_path / "data"
-    MemoryStream(data_dir, embedder).add("Something worth keeping.")
+    open_stream(data_dir, embedder).add("Something worth keeping.")
     table_dir = data_dir / "memory.lance" / "records.lance"
     for manifest in (table_dir / "_versions").iterdir():
         manifest.write_bytes(b"\x00garbage\x00" * 10)
     with pytest.raises(DatabaseError, match="exists but cannot be read") as raised:
-        MemoryStream(data_dir, embedder)
+        open_stream(data_dir, embedder)
     assert "left untouched" in str(raised.value)
     assert (table_dir / "_versions").exists() and any((table_dir / "data").iterdir())
 
@@ -153,7 +153,7 @@ def test_a_locked_database_gives_a_clear_message(
     tmp_path: Path, embedder: OnnxSentenceEmbedder
 ) -> None:
     data_dir = tmp_path / "data"
-    stream = MemoryStream(data_dir, embedder)
+    stream = open_stream(data_dir, embedder)
     stream.records._lock = WriteLock(data_dir / "memory.lock", timeout_s=0.5)
     holder = subprocess.Popen(
         [
@@ -182,6 +182,6 @@ def test_a_locked_database_gives_a_clear_message(
 
 def test_data_files_are_private(tmp_path: Path, embedder: OnnxSentenceEmbedder) -> None:
     data_dir = tmp_path / "data"
-    MemoryStream(data_dir, embedder).add("Private thought.")
+    open_stream(data_dir, embedder).add("Private thought.")
     assert os.stat(data_dir).st_mode & 0o077 == 0
     assert os.stat(data_dir / "memory.lance").st_mode & 0o077 == 0

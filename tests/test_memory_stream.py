@@ -15,7 +15,7 @@ from memory.importance import ImportanceScale
 from memory.records import DEFAULT_IMPORTANCE
 from memory.scoring import RetrievalWeights, combined_score, cosine, min_max, recency
 from memory.stream import Filters, MemoryConfig, MemoryRequestError, MemoryStream, NewMemory
-from tests.memory_helpers import START, Clock
+from tests.memory_helpers import START, Clock, open_stream
 
 HOUR_US = 3_600_000_000
 
@@ -26,7 +26,7 @@ def stream(
 ) -> Iterator[MemoryStream]:
     """Every test here runs on both ways of scoring: over all records, and over candidates."""
     config = MemoryConfig(exact_scoring=request.param)
-    memory = MemoryStream(tmp_path / "data", embedder, clock=clock, config=config)
+    memory = open_stream(tmp_path / "data", embedder, clock=clock, config=config)
     yield memory
     memory.close()
 
@@ -62,7 +62,7 @@ def test_add_is_committed_and_visible_to_a_new_instance(
     tmp_path: Path, stream: MemoryStream, embedder: OnnxSentenceEmbedder
 ) -> None:
     record = stream.add("My sister Anna lives in Lisbon.", source="user", importance=6)
-    again = MemoryStream(tmp_path / "data", embedder)
+    again = open_stream(tmp_path / "data", embedder)
     stored = again.get(record.id)
     assert stored is not None and stored.text == record.text and stored.importance == 6
     assert stored.sources == ("user",) and stored.importance_state == "given"
@@ -117,7 +117,7 @@ def test_exact_scoring_agrees_with_the_formula_over_all_records(
         for i in range(400)
     ]
     config = MemoryConfig(relevance="cosine")
-    memory = MemoryStream(tmp_path / "data", embedder, clock=clock, config=config)
+    memory = open_stream(tmp_path / "data", embedder, clock=clock, config=config)
     records = memory.add_many(items, merge_duplicates=False)
     clock.advance(hours=2100)
     last = np.array([int(r.last_accessed_at.timestamp() * 1e6) for r in records])
@@ -199,7 +199,7 @@ OTHER_SCALE = {2: ("Hi there!",), 6: ("I like jazz.",), 10: ("I'm allergic to pe
 def test_each_record_is_rated_as_it_is_stored(
     tmp_path: Path, embedder: OnnxSentenceEmbedder
 ) -> None:
-    memory = MemoryStream(tmp_path / "data", embedder, scale=ImportanceScale(embedder, SCALE))
+    memory = open_stream(tmp_path / "data", embedder, scale=ImportanceScale(embedder, SCALE))
     try:
         allergy = memory.add("I'm allergic to shellfish.")
         hello = memory.add("Good morning!")
@@ -216,14 +216,14 @@ def test_ratings_are_made_again_once_when_the_scale_changes(
     tmp_path: Path, embedder: OnnxSentenceEmbedder
 ) -> None:
     data = tmp_path / "data"
-    unrated = MemoryStream(data, embedder)
+    unrated = open_stream(data, embedder)
     waiting = unrated.add("I'm allergic to shellfish.")
     chosen = unrated.add("I'm allergic to dust.", importance=4)
     unrated.close()
     assert (waiting.importance, waiting.importance_state) == (DEFAULT_IMPORTANCE, "pending")
 
     for anchors, expected in ((SCALE, 9), (OTHER_SCALE, 10)):
-        memory = MemoryStream(data, embedder, scale=ImportanceScale(embedder, anchors))
+        memory = open_stream(data, embedder, scale=ImportanceScale(embedder, anchors))
         try:
             assert memory.wait_for_ratings(30) and memory.ratings_pending() == 0
             stored = memory.get(waiting.id)
@@ -235,7 +235,7 @@ def test_ratings_are_made_again_once_when_the_scale_changes(
         finally:
             memory.close()
 
-    again = MemoryStream(data, embedder, scale=ImportanceScale(embedder, OTHER_SCALE))
+    again = open_stream(data, embedder, scale=ImportanceScale(embedder, OTHER_SCALE))
     try:
         assert again.wait_for_ratings(30)
         # Not rated a third time: the ratings were made on this scale.
@@ -354,7 +354,7 @@ def test_retrieved_and_listed_records_match_the_table_after_every_change(
     assert_records_match_the_table(stream)
     ids = [first.id, second.id, third.id]
     change_each_field(stream, clock, ids)
-    reopened = MemoryStream(tmp_path / "data", embedder, clock=clock, config=stream.config)
+    reopened = open_stream(tmp_path / "data", embedder, clock=clock, config=stream.config)
     try:
         assert_records_match_the_table(reopened)
         change_each_field(reopened, clock, ids)

@@ -24,7 +24,7 @@ from memory.reflection import (
     parse_questions,
 )
 from memory.stream import MemoryStream
-from tests.memory_helpers import Clock, ScriptedLLM
+from tests.memory_helpers import Clock, ScriptedLLM, open_stream
 
 Messages = Sequence[dict[str, str]]
 QUESTIONS = {
@@ -434,7 +434,7 @@ def test_close_cancels_a_reflection_in_progress(stream: MemoryStream) -> None:
 def test_real_model_reflects_with_valid_evidence(
     tmp_path: Path, embedder: OnnxSentenceEmbedder, fast_llm: LLMClient, clock: Clock
 ) -> None:
-    memory = MemoryStream(tmp_path / "data", embedder, clock=clock)
+    memory = open_stream(tmp_path / "data", embedder, clock=clock)
     try:
         facts = [
             "Klaus is writing a research paper on gentrification in Berlin.",

@@ -18,8 +18,8 @@ from memory.locking import WriteLock
 from memory.mirror import VECTOR_COLUMNS, RecordMirror, to_us
 from memory.records import records_schema
 from memory.scoring import cosine
-from memory.stream import MemoryStream
 from memory.table import REINDEX_EVERY_ROWS, Table
+from tests.memory_helpers import open_stream
 
 
 def random_snapshot(count: int, seed: int = 7) -> bench.Snapshot:
@@ -99,7 +99,7 @@ def test_benchmark_at_a_tiny_size(tmp_path: Path, embedder: OnnxSentenceEmbedder
     assert built.real_records == 200 and built.derived_records == 100
 
     # Naive and vectorised scoring give the same top-10 on the stored records.
-    stream = MemoryStream(folders[0] / "data", embedder, clock=lambda: bench.NOW)
+    stream = open_stream(folders[0] / "data", embedder, clock=lambda: bench.NOW)
     try:
         data = bench.snapshot(stream)
     finally:
@@ -117,7 +117,7 @@ def test_the_naive_speedup_hands_both_sides_the_same_query_vector(
 ) -> None:
     folder, _ = bench.prepared(tmp_path, 300, bench.BenchEmbedder(embedder), False, real_limit=300)
     counted = bench.BenchEmbedder(embedder)
-    stream = MemoryStream(folder / "data", counted, clock=lambda: bench.NOW)
+    stream = open_stream(folder / "data", counted, clock=lambda: bench.NOW)
     try:
         data = bench.snapshot(stream)
         asked = bench.questions(6)

@@ -25,6 +25,7 @@ from memory.graph.store import GraphStore
 from memory.importance import ImportanceScale
 from memory.locking import WriteLock
 from memory.recall import RecallStore
+from memory.rerating import RATING_FILE, ImportanceRating
 from memory.stream import MemoryConfig, MemoryStream
 
 # Recent messages put back into the window when the agent starts with no saved window (the
@@ -47,9 +48,14 @@ def open_stores(
     lock = WriteLock(data_dir / "memory.lock")
     graph = GraphStore(database, lock, embedder)
     stream = MemoryStream(
-        data_dir,
+        database,
+        lock,
         embedder,
-        scale=ImportanceScale(embedder, ANCHORS) if rate else None,
+        rating=(
+            ImportanceRating(ImportanceScale(embedder, ANCHORS), data_dir / RATING_FILE)
+            if rate
+            else None
+        ),
         config=MemoryConfig(graph_weight=graph_weight),
         graph=GraphRelevance(graph, RETRIEVAL_GRAPH_SEARCH),
     )

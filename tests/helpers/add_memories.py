@@ -14,14 +14,18 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
+from memory.database import open_database
 from memory.embedder import OnnxSentenceEmbedder
+from memory.locking import WriteLock
 from memory.stream import MemoryStream
 
 data_dir, model, tokenizer, label, count = sys.argv[1:6]
 print("imported", flush=True)
 if not sys.stdin.readline():  # the test ended without starting it
     sys.exit(0)
-stream = MemoryStream(Path(data_dir), OnnxSentenceEmbedder(Path(model), Path(tokenizer)))
+data = Path(data_dir)
+embedder = OnnxSentenceEmbedder(Path(model), Path(tokenizer))
+stream = MemoryStream(open_database(data), WriteLock(data / "memory.lock"), embedder)
 print("ready", flush=True)
 for index in range(int(count)):
     record = stream.add(f"{label}: observation {index} about item {index * 7919 % 1000}")

@@ -9,8 +9,9 @@ from assistant.agent.tools import MEMORIES_HEAD
 from assistant.config import LoadedConfig
 from memory.embedder import Embedder
 from memory.records import utc_now
-from memory.stream import MemoryStream, NewMemory
+from memory.stream import NewMemory
 from tests.helpers.fake_openai import ScriptedEndpoint
+from tests.memory_helpers import open_stream
 
 FACTS = [
     "Ana lives in Porto.",
@@ -25,7 +26,7 @@ def seed(
     loaded: LoadedConfig, embedder: Embedder, clock: Callable[[], datetime] = utc_now
 ) -> dict[str, str]:
     """The facts, and a reflection citing the first two; their ids by text."""
-    stream = MemoryStream(loaded.settings.data_dir, embedder, clock=clock)
+    stream = open_stream(loaded.settings.data_dir, embedder, clock=clock)
     added = stream.add_many([NewMemory(text, source="user", importance=4) for text in FACTS])
     ids = {record.text: record.id for record in added}
     insight = stream.add(
