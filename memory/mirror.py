@@ -18,7 +18,7 @@ here (:meth:`RecordMirror.rows_at`), not from LanceDB.
 
 The arrays are views of buffers that grow by doubling, so adding records in batches costs
 amortised O(batch), not a copy of every array per batch. Each attribute is the same object until
-records are added or loaded (``_CreationOrder`` in the stream relies on that).
+records are added or loaded (``CreationOrder`` in memory/stream/episodes.py relies on that).
 """
 
 from __future__ import annotations

@@ -27,14 +27,9 @@ from benchmarks.locomo import (
 )
 from memory.embedder import OnnxSentenceEmbedder
 from memory.scoring import RetrievalWeights, reciprocal_rank
-from memory.stream import (
-    MemoryConfig,
-    NewMemory,
-    _CreationOrder,
-    lexical_query,
-    query_names,
-    without_names,
-)
+from memory.stream import MemoryConfig, NewMemory
+from memory.stream.episodes import CreationOrder, Episodes
+from memory.stream.query_text import lexical_query, query_names, without_names
 from tests.memory_helpers import ScriptedLLM, open_stream
 
 SESSION_1 = [
@@ -290,7 +285,7 @@ def test_query_words_for_names_and_bm25() -> None:
 
 
 def test_creation_order_grows_without_a_new_sort() -> None:
-    order = _CreationOrder()
+    order = CreationOrder()
     created = np.array([5, 3, 3, 9], dtype=np.int64)
     order.update(created)
     assert order.order.tolist() == [1, 2, 0, 3]
@@ -334,9 +329,10 @@ def test_contextual_relevance_pulls_in_the_reply_and_the_named_speaker(
     assert quoted[0].record.id == records[2].id
     # Neighbours are the turns around a record in its own episode: the bike-chain turn has two
     # before it, and none after it (the next record was made a week later).
-    positions = stream._positions([records[2].id, records[4].id])
-    near = stream._neighbours(positions)  # (distance, side, record)
-    everyone = stream._positions([r.id for r in records])
+    mirror = stream._stored.mirror
+    positions = mirror.positions([records[2].id, records[4].id])
+    near = Episodes(mirror).neighbours(positions, stream.config)  # (distance, side, record)
+    everyone = mirror.positions([r.id for r in records])
     place = {int(p): r.id for p, r in zip(everyone, records, strict=True)}
     assert [place.get(int(p)) for p in near[:, 0, 0]] == [records[1].id, records[0].id]
     assert near[:, 1, 0].tolist() == [-1, -1]

@@ -80,7 +80,9 @@ def test_relevant_memory_ranks_first_and_is_touched(stream: MemoryStream, clock:
     assert stream.get(target.id).last_accessed_at == clock.now  # type: ignore[union-attr]
 
 
-def test_scores_match_the_formula_computed_by_hand(stream: MemoryStream, clock: Clock) -> None:
+def test_scores_match_the_formula_computed_by_hand(
+    stream: MemoryStream, clock: Clock, embedder: OnnxSentenceEmbedder
+) -> None:
     texts = ["Coffee with Ben at the station.", "Ben moved to Oslo.", "Paint the fence."]
     records = []
     for hours, (text, importance) in enumerate(zip(texts, [2, 9, 4], strict=True)):
@@ -90,7 +92,7 @@ def test_scores_match_the_formula_computed_by_hand(stream: MemoryStream, clock: 
     stream.config = dataclasses.replace(stream.config, relevance="cosine")
     found = stream.retrieve("Where does Ben live?", k=3, weights=weights, touch=False)
 
-    query = stream._embedder.embed(["Where does Ben live?"])[0]
+    query = embedder.embed(["Where does Ben live?"])[0]
     stored = [stream.get(r.id) for r in records]
     hours = np.array([(clock.now - s.last_accessed_at) / timedelta(hours=1) for s in stored])  # type: ignore[union-attr]
     rec = 0.995**hours

@@ -1,0 +1,198 @@
+"""The memory stream: the one API over the assistant's long-term memory.
+
+Add a record (committed before ``add`` returns; importance rated later in the background),
+retrieve by the Generative Agents score, and list / search / edit / delete / restore / undo, with
+every change kept in a history. Imports nothing from ``assistant`` or ``ui``: the database and
+its write lock, the embedder, the importance scale and the clock are handed in.
+
+This class only composes the parts, each in its own module beside it: ``stored`` (the records
+table and its in-memory mirror), ``writing`` (adding, merging, rating), ``editing`` (edit,
+delete, restore, history, undo), ``retrieval`` with ``relevance``, ``episodes`` and
+``query_text`` (scoring), and ``listing`` (what the memory screen lists and pages).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from datetime import datetime
+from typing import Any
+
+from memory.embedder import Embedder
+from memory.history import HISTORY_SCHEMA, Change, History
+from memory.locking import WriteLock
+from memory.paging import Page
+from memory.records import Clock, Kind, MemoryRecord, SortKey, utc_now
+from memory.rerating import ImportanceRating
+from memory.scoring import RetrievalWeights
+from memory.stream.config import MemoryConfig
+from memory.stream.editing import MemoryEditor
+from memory.stream.episodes import Episodes
+from memory.stream.filters import Filters
+from memory.stream.listing import EvidenceNode, MemoryListing
+from memory.stream.relevance import Relevance
+from memory.stream.retrieval import GraphSource, Retrieval, ScoredMemory
+from memory.stream.stored import StoredRecords
+from memory.stream.writing import MemoryWriter, NewMemory
+from memory.table import Table
+
+
+class MemoryStream:
+    def __init__(
+        self,
+        database: Any,
+        lock: WriteLock,
+        embedder: Embedder,
+        rating: ImportanceRating | None = None,
+        clock: Clock = utc_now,
+        config: MemoryConfig | None = None,
+        graph: GraphSource | None = None,
+    ) -> None:
+        config = config or MemoryConfig()
+        self._clock = clock
+        self._stored = StoredRecords(database, lock, embedder.dimensions, config.exact_scoring)
+        self.records = self._stored.table
+        self.history = History(
+            Table(database, "history", HISTORY_SCHEMA, lock, text_column=None, vector_column=None)
+        )
+        mirror = self._stored.mirror
+        episodes = Episodes(mirror)
+        self._retrieval = Retrieval(
+            self._stored,
+            embedder,
+            clock,
+            config,
+            graph,
+            episodes,
+            Relevance(mirror, embedder, episodes),
+        )
+        self._writer = MemoryWriter(self._stored, self.history, embedder, clock, config, rating)
+        self._editor = MemoryEditor(self._stored, self.history, embedder, clock)
+        self._listing = MemoryListing(self._stored, self._retrieval)
+
+    @property
+    def config(self) -> MemoryConfig:
+        return self._retrieval.config
+
+    @config.setter
+    def config(self, config: MemoryConfig) -> None:
+        self._retrieval.config = config
+        self._writer.config = config
+
+    @property
+    def graph(self) -> GraphSource | None:
+        return self._retrieval.graph
+
+    @graph.setter
+    def graph(self, graph: GraphSource | None) -> None:
+        self._retrieval.graph = graph
+
+    def close(self) -> None:
+        self._writer.close()
+        self._retrieval.close()
+
+    def __len__(self) -> int:
+        return len(self._stored)
+
+    def now(self) -> datetime:
+        """The time by the stream's clock (what created_at and last_accessed_at are set to)."""
+        return self._clock()
+
+    # Adding (writing.py)
+
+    def add(
+        self,
+        text: str,
+        kind: Kind = "observation",
+        source: str = "user",
+        *,
+        importance: int | None = None,
+        evidence: Sequence[str] = (),
+        event_time: datetime | None = None,
+        created_at: datetime | None = None,
+        pinned: bool = False,
+    ) -> MemoryRecord:
+        return self._writer.add(
+            text,
+            kind,
+            source,
+            importance=importance,
+            evidence=evidence,
+            event_time=event_time,
+            created_at=created_at,
+            pinned=pinned,
+        )
+
+    def add_many(
+        self, items: Sequence[NewMemory], merge_duplicates: bool = True
+    ) -> list[MemoryRecord]:
+        return self._writer.add_many(items, merge_duplicates)
+
+    def restore_records(self, records: Sequence[MemoryRecord]) -> None:
+        self._writer.restore_records(records)
+
+    def bump_utility(self, record_id: str, amount: float = 1.0) -> None:
+        self._writer.bump_utility(record_id, amount)
+
+    def wait_for_ratings(self, timeout: float | None = None) -> bool:
+        return self._writer.wait_for_ratings(timeout)
+
+    def ratings_pending(self) -> int:
+        return self._writer.ratings_pending()
+
+    # Retrieval (retrieval.py)
+
+    def retrieve(
+        self,
+        query: str,
+        k: int = 10,
+        filters: Filters | None = None,
+        weights: RetrievalWeights | None = None,
+        touch: bool = True,
+    ) -> list[ScoredMemory]:
+        return self._retrieval.retrieve(query, k, filters, weights, touch)
+
+    def mark_accessed(self, record_ids: Sequence[str]) -> None:
+        self._retrieval.mark_accessed(record_ids)
+
+    # Reading, for the agent and the UI (stored.py, listing.py)
+
+    def get(self, record_id: str, include_deleted: bool = True) -> MemoryRecord | None:
+        return self._stored.get(record_id, include_deleted)
+
+    def get_many(self, record_ids: Sequence[str], embeddings: bool = True) -> list[MemoryRecord]:
+        return self._stored.get_many(record_ids, embeddings)
+
+    def evidence_tree(self, record_id: str, depth: int = 6) -> EvidenceNode:
+        return self._listing.evidence_tree(record_id, depth)
+
+    def list_memories(
+        self,
+        filters: Filters | None = None,
+        sort: SortKey = "created_at",
+        descending: bool = True,
+        page: int = 1,
+        page_size: int = 20,
+    ) -> Page[MemoryRecord]:
+        return self._listing.list_memories(filters, sort, descending, page, page_size)
+
+    def search(
+        self, query: str, filters: Filters | None = None, page: int = 1, page_size: int = 20
+    ) -> Page[ScoredMemory]:
+        return self._listing.search(query, filters, page, page_size)
+
+    # Editing and history (editing.py)
+
+    def edit(self, record_id: str, **changes: Any) -> MemoryRecord:
+        return self._editor.edit(record_id, **changes)
+
+    def delete(self, record_id: str) -> None:
+        self._editor.delete(record_id)
+
+    def restore(self, record_id: str) -> None:
+        self._editor.restore(record_id)
+
+    def changes(self, record_id: str | None = None, limit: int = 100) -> list[Change]:
+        return self._editor.changes(record_id, limit)
+
+    def undo(self, change_id: str | None = None) -> Change:
+        return self._editor.undo(change_id)
