@@ -7,8 +7,8 @@ its write lock, the embedder, the importance scale and the clock are handed in.
 
 This class only composes the parts, each in its own module beside it: ``stored`` (the records
 table and its in-memory mirror), ``writing`` (adding, merging, rating), ``editing`` (edit,
-delete, restore, history, undo), ``retrieval`` with ``relevance``, ``episodes`` and
-``query_text`` (scoring), and ``listing`` (what the memory screen lists and pages).
+delete, restore, history, undo), ``retrieval`` with ``candidates``, ``relevance``,
+``episodes`` and ``query_text`` (scoring), and ``listing`` (what the memory screen lists and pages).
 """
 
 from __future__ import annotations
@@ -24,6 +24,7 @@ from memory.paging import Page
 from memory.records import Clock, Kind, MemoryRecord, SortKey, utc_now
 from memory.rerating import ImportanceRating
 from memory.scoring import RetrievalWeights
+from memory.stream.candidates import Candidates
 from memory.stream.config import MemoryConfig
 from memory.stream.editing import MemoryEditor
 from memory.stream.episodes import Episodes
@@ -56,14 +57,10 @@ class MemoryStream:
         )
         mirror = self._stored.mirror
         episodes = Episodes(mirror)
+        relevance = Relevance(mirror, embedder, episodes)
+        candidates = Candidates(self._stored, episodes, relevance)
         self._retrieval = Retrieval(
-            self._stored,
-            embedder,
-            clock,
-            config,
-            graph,
-            episodes,
-            Relevance(mirror, embedder, episodes),
+            self._stored, embedder, clock, config, graph, relevance, candidates
         )
         self._writer = MemoryWriter(self._stored, self.history, embedder, clock, config, rating)
         self._editor = MemoryEditor(self._stored, self.history, embedder, clock)

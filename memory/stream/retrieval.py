@@ -8,24 +8,21 @@ import logging
 from collections.abc import Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
-from datetime import datetime
 from typing import Any, Protocol
 
 import numpy as np
-import pyarrow as pa
 from numpy.typing import NDArray
 
 from memory.embedder import Embedder
 from memory.mirror import to_us
 from memory.records import Clock, MemoryRecord
 from memory.scoring import FloatArray, RetrievalWeights, cosine, min_max, recency, weighted_sum
+from memory.stream.candidates import Candidates
 from memory.stream.config import MemoryConfig
-from memory.stream.episodes import Episodes
 from memory.stream.filters import Filters
-from memory.stream.query_text import lexical_query, opening_names, query_names, without_names
+from memory.stream.query_text import lexical_query, query_names, without_names
 from memory.stream.relevance import AskedQuery, Relevance
 from memory.stream.stored import StoredRecords
-from memory.table import in_list
 from memory.text import MAX_EMBED_CHARS, storable_text
 
 log = logging.getLogger(__name__)
@@ -57,8 +54,8 @@ class Retrieval:
         clock: Clock,
         config: MemoryConfig,
         graph: GraphSource | None,
-        episodes: Episodes,
         relevance: Relevance,
+        candidates: Candidates,
     ) -> None:
         self.config = config
         self.graph = graph
@@ -66,8 +63,8 @@ class Retrieval:
         self._mirror = stored.mirror
         self._embedder = embedder
         self._clock = clock
-        self._episodes = episodes
         self._relevance = relevance
+        self._candidates = candidates
         self._searches = ThreadPoolExecutor(1, thread_name_prefix="memory-search")
 
     def close(self) -> None:
@@ -104,8 +101,8 @@ class Retrieval:
             )
             similarity_values = None
         else:
-            positions, relevance_values, similarity_values = self._relevance_of_candidates(
-                asked, text_hits, filters, weights, now, allowed
+            positions, relevance_values, similarity_values = self._candidates.relevance(
+                asked, self.config, text_hits, filters, weights, now, allowed
             )
         if positions.size == 0:
             return []
@@ -206,50 +203,6 @@ class Retrieval:
         )
         return positions, relevance
 
-    def _relevance_of_candidates(
-        self,
-        asked: AskedQuery,
-        text_hits: Future[dict[str, float]] | None,
-        filters: Filters,
-        weights: RetrievalWeights,
-        now: datetime,
-        allowed: NDArray[np.bool_],
-    ) -> tuple[NDArray[np.int64], FloatArray, FloatArray]:
-        """The candidates' mirror places, relevance and cosine similarity to the query, read
-        from the table."""
-        candidate_ids, lexical = self._candidates(asked, text_hits, filters, weights, now, allowed)
-        empty = np.zeros(0, dtype=np.int64)
-        if not candidate_ids:
-            return empty, np.zeros(0, dtype=np.float64), np.zeros(0, dtype=np.float64)
-        rows = self._stored.table.query(
-            where=_and(in_list("id", candidate_ids), filters.where()),
-            columns=["id", "text", "vector"],
-            limit=len(candidate_ids),
-        )
-        ids = rows.column("id").to_pylist()
-        positions = self._mirror.positions(ids)
-        known = positions >= 0
-        if not known.all():  # written by another process since this one loaded the mirror
-            rows = rows.filter(pa.array(known))
-            ids = [i for i, kept in zip(ids, known, strict=True) if kept]
-            positions = positions[known]
-        if not ids:
-            return empty, np.zeros(0, dtype=np.float64), np.zeros(0, dtype=np.float64)
-        column = rows.column("vector").combine_chunks()
-        vectors = column.flatten().to_numpy().astype(np.float32).reshape(len(column), -1)
-
-        def similarity_to(vector: NDArray[np.float32]) -> FloatArray:
-            return cosine(vector, vectors)
-
-        def subjects_of(names: Sequence[str]) -> tuple[NDArray[np.bool_], tuple[str, ...]]:
-            return opening_names(rows.column("text"), names)
-
-        lexical_values = np.array([lexical.get(i, 0.0) for i in ids], dtype=np.float64)
-        relevance = self._relevance.measure(
-            asked, self.config, positions, lexical_values, subjects_of, similarity_to
-        )
-        return positions, relevance, similarity_to(asked.vector)
-
     def _text_hits(self, query: str, where: str | None) -> dict[str, float]:
         """The best records by BM25 (``text_candidates`` of them), with their scores."""
         terms = lexical_query(query)
@@ -265,65 +218,10 @@ class Retrieval:
         scores = by_text.column("_score").to_numpy().astype(np.float64).tolist()
         return dict(zip(by_text.column("id").to_pylist(), scores, strict=True))
 
-    def _candidates(
-        self,
-        asked: AskedQuery,
-        text_hits: Future[dict[str, float]] | None,
-        filters: Filters,
-        weights: RetrievalWeights,
-        now: datetime,
-        allowed: NDArray[np.bool_],
-    ) -> tuple[list[str], dict[str, float]]:
-        """The records worth scoring: the nearest by vector, the best by BM25, their episode
-        neighbours (contextual relevance), and the best by the query-independent terms; with
-        the BM25 score of each text hit."""
-        where = filters.where()
-        found: dict[str, None] = {}
-        lexical: dict[str, float] = {}
-        mode = self.config.relevance
-        if weights.relevance:
-            by_vector = self._stored.table.vector_search(
-                asked.vector.tolist(), self.config.vector_candidates, where, ["id"]
-            )
-            found.update(dict.fromkeys(by_vector.column("id").to_pylist()))
-            if text_hits is not None:
-                lexical = text_hits.result()
-                found.update(dict.fromkeys(lexical))
-            found.update(dict.fromkeys(asked.graph_hits))
-            if mode == "contextual" and self.config.context_weight > 0:
-                positions = self._mirror.positions(list(found))
-                near = self._episodes.neighbours(positions[positions >= 0], self.config, allowed)
-                mirror_ids = self._mirror.ids
-                found.update(dict.fromkeys(mirror_ids[i] for i in np.unique(near[near >= 0])))
-        found.update(dict.fromkeys(self._static_candidates(weights, now, allowed)))
-        return list(found), lexical
-
-    def _static_candidates(
-        self, weights: RetrievalWeights, now: datetime, allowed: NDArray[np.bool_]
-    ) -> list[str]:
-        """The best records by the query-independent terms (recency and importance), among
-        those the filters allow; none when both terms weigh nothing."""
-        if not (weights.recency or weights.importance):
-            return []
-        mirror = self._mirror
-        positions = np.flatnonzero(allowed)
-        if positions.size == 0:
-            return []
-        static = weights.recency * min_max(
-            recency(mirror.last_accessed_us[positions], to_us(now))
-        ) + weights.importance * min_max(mirror.importance[positions])
-        count = min(self.config.static_candidates, positions.size)
-        best = positions[np.argpartition(-static, count - 1)[:count]]
-        return [mirror.ids[i] for i in best]
-
     def mark_accessed(self, record_ids: Sequence[str]) -> None:
         """The records were used (as ``retrieve`` marks what it returns): last_accessed_at =
         now. For a caller that retrieved with ``touch=False`` and used only some."""
         self._stored.touch(list(dict.fromkeys(record_ids)), self._clock())
-
-
-def _and(*clauses: str | None) -> str:
-    return " AND ".join(c for c in clauses if c)
 
 
 def _best(scores: FloatArray, k: int) -> NDArray[np.int64]:
