@@ -277,7 +277,7 @@ class AgentHost:
         client = self.llm.client
         if client is not None:
             return client.endpoint.label
-        return LLMRuntime(self.settings).describe()
+        return ProfileModels(self.settings).describe_llm()
 
     def respond(
         self,

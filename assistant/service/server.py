@@ -16,14 +16,14 @@ import signal
 import sys
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Coroutine
 from dataclasses import dataclass, field
 from datetime import timedelta
 from pathlib import Path
+from typing import Any
 
 from pydantic import ValidationError
 
-from assistant.agent.core_memory import CoreMemoryError
 from assistant.agent.events import (
     Event,
     MemoryChanged,
@@ -34,53 +34,29 @@ from assistant.agent.events import (
 )
 from assistant.agent.tools import Stores
 from assistant.config import ConfigError, LoadedConfig
+from assistant.garbage import settle_garbage, unsettle_garbage
 from assistant.llm.server import ServerState, ServerStatus
-from assistant.service.garbage import settle_garbage, unsettle_garbage
-from assistant.service.graph_desk import GraphDesk
-from assistant.service.graph_wire import (
-    EntityOpen,
-    EntityQuery,
-    FactChange,
-    FactUndo,
-    GraphRequest,
-)
-from assistant.service.host import STARTUP_ERRORS, AgentHost
-from assistant.service.memory_desk import Changed, MemoryDesk
-from assistant.service.memory_wire import (
-    CoreBlocks,
-    CoreEdit,
-    CoreQuery,
-    Failed,
-    MemoryChangedByUser,
-    MemoryDelete,
-    MemoryDetail,
-    MemoryDone,
-    MemoryEdit,
-    MemoryOpen,
-    MemoryQuery,
-    MemoryRequest,
-    MemoryStats,
-    MemoryUndo,
-)
-from assistant.service.paths import OwnerLock, private_dir, socket_path
-from assistant.service.protocol import (
+from assistant.protocol import decode_request, describe, encode
+from assistant.protocol.common import (
     MAX_LINE_BYTES,
-    MAX_SAY_CHARS,
     PROTOCOL_VERSION,
+    Failed,
+    Notice,
+    ProtocolError,
+    Wire,
+)
+from assistant.protocol.conversation import (
+    MAX_SAY_CHARS,
     SENTENCE_ENDS,
     Bye,
     Cancel,
     Draft,
-    GetTasks,
     Hello,
     History,
     HistoryItem,
     Leave,
     Left,
-    Listen,
-    Notice,
     Progress,
-    ProtocolError,
     ReplyChunk,
     ReplyCut,
     ReplyEnd,
@@ -88,55 +64,44 @@ from assistant.service.protocol import (
     Retry,
     Say,
     ServiceState,
-    SetVoice,
     Status,
     Stop,
-    StopSpeaking,
-    Talk,
-    Tasks,
     UserSaid,
-    Voice,
-    VoiceTimings,
     Welcome,
-    Work,
-    decode_request,
-    describe,
-    encode,
 )
-from assistant.service.protocol import (
-    NotHeard as Unheard,
-)
-from assistant.service.task_wire import (
-    AnswerApproval,
+from assistant.protocol.memory import MemoryChangedByUser, MemoryStats
+from assistant.protocol.tasks import (
     ApprovalAsked,
     ApprovalRow,
     ApprovalSettled,
-    CancelTask,
-    Delegate,
-    PlanDay,
-    PlanDone,
     ReminderFired,
-    ResumeTask,
-    TaskAccepted,
-    TaskRow,
-    Tick,
-    approval_row,
-    task_row,
+    Work,
 )
+from assistant.protocol.voice import (
+    HeardNothing,
+    Listen,
+    SetVoice,
+    StopSpeaking,
+    Talk,
+    Voice,
+    VoiceTimings,
+)
+from assistant.service.desks import graph as graph_desk
+from assistant.service.desks import memory as memory_desk
+from assistant.service.desks.common import MEMORY_ERRORS, Reply, one_line
+from assistant.service.desks.memory import MemoryDesk
+from assistant.service.desks.task_rows import approval_row
+from assistant.service.desks.tasks import TaskDesk
+from assistant.service.host import STARTUP_ERRORS, AgentHost
+from assistant.service.hub import Client
+from assistant.service.paths import OwnerLock, private_dir, socket_path
+from assistant.service.requests import Requests
 from assistant.service.voice import VoiceBridge, VoiceRequestError
-from assistant.service.wire import Wire
 from assistant.settings import Settings
-from assistant.tasks.approvals import ApprovalError
-from assistant.tasks.day_plan import PlanError
 from assistant.tasks.heartbeat import Heartbeat, HeartbeatActions
-from assistant.tasks.manager import TaskError
 from assistant.tasks.records import TaskRecord
 from assistant.tasks.reminders import Reminder, local_now
-from memory.database import DatabaseError
 from memory.embedder import Embedder
-from memory.graph.edit import FactEditError
-from memory.locking import LockTimeout
-from memory.stream import MemoryRequestError
 from models import Progress as WeightProgress
 from voice.loop import (
     BargedIn,
@@ -153,38 +118,17 @@ from voice.timing import Timings
 log = logging.getLogger(__name__)
 
 HISTORY_SHOWN = 40
+ATTACHED_ALREADY = Notice(text="already attached", level="warning")
 SPOKEN_FAILURE = "Sorry, I cannot answer right now; the reason is on the screen."
 HELLO_TIMEOUT_S = 10.0
 # How often the memory's counters are checked for the clients' status bars.
 STATS_POLL_S = 1.0
-# What a memory request can fail with; the client gets the message in one line.
-MEMORY_ERRORS = (
-    MemoryRequestError,
-    FactEditError,
-    CoreMemoryError,
-    DatabaseError,
-    LockTimeout,
-    OSError,
-    ValueError,
-)
 # How long a new service waits for one that is shutting down to let go of the data folder.
 OWNER_WAIT_S = 15.0
-# Finished tasks listed to clients besides the running ones.
-TASKS_SHOWN = 50
 
 
 class AlreadyRunning(Exception):
     """Another service owns this data folder."""
-
-
-@dataclass
-class Client:
-    name: str
-    writer: asyncio.StreamWriter
-
-    def send(self, message: Wire) -> None:
-        if not self.writer.is_closing():
-            self.writer.write(encode(message))
 
 
 @dataclass
@@ -290,6 +234,16 @@ class AssistantService:
         # The turn whose reply is being spoken, and its speech.
         self.speaking: tuple[int, ReplySpeech] | None = None
         self.ready = threading.Event()  # set once the socket listens (for in-process callers)
+        self.task_desk = TaskDesk(
+            self.host,
+            lambda: self.state_text,
+            self.work,
+            lambda: self.heartbeat,
+            self._spawn,
+            self._broadcast_stats,
+        )
+        self.requests = Requests()
+        self._register()
 
     # Running
 
@@ -483,7 +437,7 @@ class AssistantService:
                 except (ProtocolError, ValidationError) as error:
                     client.send(Notice(text=describe(error), level="error"))
                     continue
-                self._handle(client, request)
+                self.requests.handle(client, request)
                 await writer.drain()
         except (TimeoutError, ConnectionError, asyncio.IncompleteReadError):
             pass
@@ -534,58 +488,51 @@ class AssistantService:
             for m in self.host.history(HISTORY_SHOWN)
         ]
 
-    def _handle(self, client: Client, request: object) -> None:
-        match request:
-            case Say():
-                self._accept(client.name, request, client.send)
-            case Draft():
-                self._read_draft(request.text, speculate=request.text.endswith(SENTENCE_ENDS))
-            case Cancel():
-                if self.running is not None:
-                    self.running.cancel.set()
-                self._stop_speaking()
-            case SetVoice() | Talk() | StopSpeaking() | Listen():
-                # Tracked, so the task is not collected before it has run.
-                task = asyncio.create_task(self._voice_request(client, request))
-                self._requests.add(task)
-                task.add_done_callback(self._requests.discard)
-            case Retry():
-                if self.state == "failed" and self.host.agent is not None:
-                    self._starting = asyncio.create_task(self._start_llm())
-            case GetTasks():
-                client.send(Tasks(work=self.work(), tasks=self._task_rows()))
-            case PlanDay():
-                task = asyncio.create_task(self._plan_request(client, request))
-                self._requests.add(task)
-                task.add_done_callback(self._requests.discard)
-            case Delegate() | CancelTask() | ResumeTask() | AnswerApproval():
-                self._task_request(client, request)
-            case Tick():
-                if self.heartbeat is not None:
-                    self.heartbeat.poke()
-            case Leave():
-                stays, reason = self._stays_without(client)
-                client.send(Left(stays=stays, reason=reason))
-            case Stop():
-                self.stop(f"stopped by {client.name}")
-            case Hello():
-                client.send(Notice(text="already attached", level="warning"))
-            case (
-                MemoryQuery()
-                | MemoryOpen()
-                | MemoryEdit()
-                | MemoryDelete()
-                | MemoryUndo()
-                | CoreQuery()
-                | CoreEdit()
-                | EntityQuery()
-                | EntityOpen()
-                | FactChange()
-                | FactUndo()
-            ):
-                task = asyncio.create_task(self._memory_request(client, request))
-                self._requests.add(task)
-                task.add_done_callback(self._requests.discard)
+    def _register(self) -> None:
+        """Every request's handler: the conversation's and voice's here, the other domains'
+        from their desks."""
+        add = self.requests.add
+        add(Say, lambda client, request: self._accept(client.name, request, client.send))
+        add(
+            Draft,
+            lambda client, request: self._read_draft(
+                request.text, speculate=request.text.endswith(SENTENCE_ENDS)
+            ),
+        )
+        add(Cancel, self._cancel)
+        add(SetVoice, self._voice)
+        add(Talk, self._voice)
+        add(StopSpeaking, self._voice)
+        add(Listen, self._voice)
+        add(Retry, self._retry)
+        add(Leave, self._leave)
+        add(Stop, lambda client, request: self.stop(f"stopped by {client.name}"))
+        add(Hello, lambda client, request: client.send(ATTACHED_ALREADY))
+        memory_desk.register(self.requests, self._in_worker)
+        graph_desk.register(self.requests, self._in_worker)
+        self.task_desk.register(self.requests)
+
+    def _cancel(self, client: Client, request: Cancel) -> None:
+        if self.running is not None:
+            self.running.cancel.set()
+        self._stop_speaking()
+
+    def _voice(self, client: Client, request: SetVoice | Talk | StopSpeaking | Listen) -> None:
+        self._spawn(self._voice_request(client, request))
+
+    def _retry(self, client: Client, request: Retry) -> None:
+        if self.state == "failed" and self.host.agent is not None:
+            self._starting = asyncio.create_task(self._start_llm())
+
+    def _leave(self, client: Client, request: Leave) -> None:
+        stays, reason = self._stays_without(client)
+        client.send(Left(stays=stays, reason=reason))
+
+    def _spawn(self, work: Coroutine[Any, Any, None]) -> None:
+        # Tracked, so the task is not collected before it has run.
+        task = asyncio.create_task(work)
+        self._requests.add(task)
+        task.add_done_callback(self._requests.discard)
 
     def _accept(
         self, name: str, say: Say, tell: Callable[[Wire], None], timings: Timings | None = None
@@ -637,9 +584,7 @@ class AssistantService:
             # the server takes it as soon as that read ends (drafts queued before it are
             # older words).
             self._next_draft = None
-            asking = asyncio.create_task(self._speculate(text))
-            self._requests.add(asking)
-            asking.add_done_callback(self._requests.discard)
+            self._spawn(self._speculate(text))
             return
         if self._drafting is not None:
             self._next_draft = text
@@ -780,7 +725,12 @@ class AssistantService:
 
     # Memory
 
-    async def _memory_request(self, client: Client, request: MemoryRequest | GraphRequest) -> None:
+    def _in_worker(self, answer: Callable[[Stores, Any], Reply]) -> Callable[[Client, Any], None]:
+        return lambda client, request: self._spawn(self._memory_request(client, request, answer))
+
+    async def _memory_request(
+        self, client: Client, request: Any, answer: Callable[[Stores, Any], Reply]
+    ) -> None:
         """Answer a memory request in a worker thread (a reply being written does not hold it
         up); a change is told to every client and, before its next turn, to the agent."""
         await self._memory_settled.wait()
@@ -789,11 +739,11 @@ class AssistantService:
             return
         stores = self.host.stores
         try:
-            answer, changed = await asyncio.to_thread(_answer, stores, request)
+            reply, changed = await asyncio.to_thread(answer, stores, request)
         except MEMORY_ERRORS as error:
             client.send(Failed(ref=request.ref, text=one_line(error)))
             return
-        client.send(answer)
+        client.send(reply)
         if changed is not None:
             record_id, text = changed
             log.info("%s %s", client.name, text)
@@ -936,72 +886,6 @@ class AssistantService:
         for task_id, request in self.host.approvals.pending():
             asked(approval_row(task_id, request))
 
-    def _task_request(
-        self, client: Client, request: Delegate | CancelTask | ResumeTask | AnswerApproval
-    ) -> None:
-        tasks = self.host.tasks
-        if tasks is None:
-            client.send(Failed(ref=request.ref, text=f"tasks are not available: {self.state_text}"))
-            return
-        try:
-            match request:
-                case Delegate():
-                    record = tasks.delegate(request.goal, requested_by=client.name)
-                case CancelTask():
-                    record = tasks.cancel(request.id)
-                case ResumeTask():
-                    record = tasks.resume(request.id, requested_by=client.name)
-                case AnswerApproval():
-                    record = self._answer(request)
-        except (TaskError, ApprovalError, OSError) as error:
-            client.send(Failed(ref=request.ref, text=one_line(error)))
-            return
-        client.send(TaskAccepted(ref=request.ref, task=task_row(record)))
-
-    async def _plan_request(self, client: Client, request: PlanDay) -> None:
-        """Re-plan the day or break a chunk down, in a worker thread (an LLM call)."""
-        planner = self.host.planner
-        if planner is None:
-            client.send(Failed(ref=request.ref, text=f"no day plan yet: {self.state_text}"))
-            return
-        try:
-            if request.action == "replan":
-                text = await asyncio.to_thread(planner.replan, "the user asked for a new plan")
-            elif request.id is None:
-                raise PlanError("say which plan chunk to break down")
-            else:
-                text = await asyncio.to_thread(planner.break_down, request.id)
-        except (PlanError, *MEMORY_ERRORS) as error:
-            client.send(Failed(ref=request.ref, text=one_line(error)))
-            return
-        log.info("%s: %s", client.name, text)
-        client.send(PlanDone(ref=request.ref, text=text))
-        self._broadcast_stats()
-
-    def _answer(self, request: AnswerApproval) -> TaskRecord:
-        """Allow or refuse a waiting task's call, named by the question's id or the task's."""
-        assert self.host.tasks is not None
-        pending = self.host.approvals.pending()
-        approval = next((a for t, a in pending if request.id in (a.id, t)), None)
-        if approval is None:
-            raise ApprovalError(f"nothing is waiting for an answer under {request.id}")
-        task_id = self.host.approvals.answer(approval.id, request.allow)
-        log.info(
-            "task %s: %s %s", task_id, approval.tool, "allowed" if request.allow else "refused"
-        )
-        record = self.host.tasks.store.get(task_id)
-        if record is None:
-            raise TaskError(f"no task {task_id}")
-        return record
-
-    def _task_rows(self) -> list[TaskRow]:
-        if self.host.tasks is None:
-            return []
-        records = self.host.tasks.store.all()
-        live = [r for r in records if not r.finished]
-        done = [r for r in records if r.finished][:TASKS_SHOWN]
-        return [task_row(r) for r in (*live, *done)]
-
     # Voice
 
     def _speak(self, job: QueuedTurn) -> ReplySpeech | None:
@@ -1084,7 +968,7 @@ class AssistantService:
                 self._read_draft(event.text, speculate=event.paused)
             case NotHeard():
                 log.info("not heard: %s", event.reason)
-                self._broadcast(Unheard(reason=event.reason))
+                self._broadcast(HeardNothing(reason=event.reason))
             case BargedIn():
                 log.info("barge-in: playback stopped in %.1f ms", event.stop_ms)
                 self._cut(event.heard)
@@ -1237,59 +1121,6 @@ class AssistantService:
     def _set_state(self, state: ServiceState, text: str) -> None:
         self.state, self.state_text = state, text
         self._broadcast(Status(state=state, text=text, endpoint=self.host.describe_endpoint()))
-
-
-def _answer(
-    stores: Stores, request: MemoryRequest | GraphRequest
-) -> tuple[Wire, tuple[str, str] | None]:
-    """The answer to a memory request and, for a change, the changed id and what was done."""
-    if isinstance(request, EntityQuery | EntityOpen | FactChange | FactUndo):
-        return _graph_answer(GraphDesk(stores), request)
-    desk = MemoryDesk(stores)
-    done: Changed
-    match request:
-        case MemoryQuery():
-            return desk.query(request), None
-        case MemoryOpen():
-            detail = MemoryDetail(
-                ref=request.ref,
-                evidence=desk.evidence(request.id),
-                changes=desk.changes(request.id),
-            )
-            return detail, None
-        case CoreQuery():
-            return CoreBlocks(ref=request.ref, blocks=desk.core_blocks()), None
-        case CoreEdit():
-            text = desk.set_core(request.label, request.value)
-            return CoreBlocks(ref=request.ref, blocks=desk.core_blocks()), (
-                f"core:{request.label}",
-                text,
-            )
-        case MemoryEdit():
-            done = desk.edit(request)
-        case MemoryDelete():
-            done = desk.delete(request)
-        case MemoryUndo():
-            done = desk.undo(request)
-    return MemoryDone(ref=request.ref, row=done.row, text=done.text), (done.row.id, done.text)
-
-
-def _graph_answer(desk: GraphDesk, request: GraphRequest) -> tuple[Wire, tuple[str, str] | None]:
-    match request:
-        case EntityQuery():
-            return desk.entities(request), None
-        case EntityOpen():
-            return desk.entity(request), None
-        case FactChange():
-            done = desk.change(request)
-        case FactUndo():
-            done = desk.undo(request)
-    return done, (done.fact.id, done.text)
-
-
-def one_line(error: BaseException) -> str:
-    text = " ".join(str(error).split())
-    return text or type(error).__name__
 
 
 def _stamp(path: Path) -> tuple[int, int] | None:
