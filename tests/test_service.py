@@ -511,7 +511,7 @@ async def test_words_heard_at_a_pause_have_their_reply_asked_for_and_others_are_
         def heard(so_far: HeardSoFar) -> None:
             # As the voice loop reports it, from its own thread.
             threading.Thread(
-                target=running.service._from_thread(running.service._voice_event),
+                target=running.service._from_thread(running.service.voice.on_event),
                 args=(so_far,),
             ).start()
 

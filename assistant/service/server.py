@@ -18,7 +18,6 @@ import threading
 import time
 from collections.abc import Callable, Coroutine
 from dataclasses import dataclass, field
-from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
@@ -58,7 +57,6 @@ from assistant.protocol.conversation import (
     Left,
     Progress,
     ReplyChunk,
-    ReplyCut,
     ReplyEnd,
     ReplyStart,
     Retry,
@@ -72,19 +70,7 @@ from assistant.protocol.conversation import (
 from assistant.protocol.memory import MemoryChangedByUser, MemoryStats
 from assistant.protocol.tasks import (
     ApprovalAsked,
-    ApprovalRow,
-    ApprovalSettled,
-    ReminderFired,
     Work,
-)
-from assistant.protocol.voice import (
-    HeardNothing,
-    Listen,
-    SetVoice,
-    StopSpeaking,
-    Talk,
-    Voice,
-    VoiceTimings,
 )
 from assistant.service.desks import graph as graph_desk
 from assistant.service.desks import memory as memory_desk
@@ -96,23 +82,13 @@ from assistant.service.host import STARTUP_ERRORS, AgentHost
 from assistant.service.hub import Client
 from assistant.service.paths import OwnerLock, private_dir, socket_path
 from assistant.service.requests import Requests
-from assistant.service.voice import VoiceBridge, VoiceRequestError
+from assistant.service.task_relay import TaskRelay
+from assistant.service.voice import VoiceBridge
+from assistant.service.voice_relay import VoiceRelay
 from assistant.settings import Settings
-from assistant.tasks.heartbeat import Heartbeat, HeartbeatActions
 from assistant.tasks.records import TaskRecord
-from assistant.tasks.reminders import Reminder, local_now
 from memory.embedder import Embedder
 from models import Progress as WeightProgress
-from voice.loop import (
-    BargedIn,
-    FirstAudio,
-    Heard,
-    HeardSoFar,
-    LevelChanged,
-    NotHeard,
-    StateChanged,
-)
-from voice.speech_out import ReplySpeech
 from voice.timing import Timings
 
 log = logging.getLogger(__name__)
@@ -184,12 +160,6 @@ class AssistantService:
         self.settings = loaded.settings
         self.reload = reload
         self.socket = socket_path(self.settings)
-        self.host = AgentHost(
-            self.settings,
-            self._from_thread(self._progress),
-            self._from_thread(self._llm_status),
-            embedder=embedder,
-        )
         self.first_client_timeout_s = first_client_timeout_s
         self.config_poll_s = config_poll_s
         self.owner_wait_s = owner_wait_s
@@ -213,32 +183,49 @@ class AssistantService:
         self._llm_settled = asyncio.Event()
         self._starting: asyncio.Task[None] | None = None
         self._voice_start: asyncio.Task[None] | None = None
-        self._voice_settled = asyncio.Event()
         self._requests: set[asyncio.Task[None]] = set()
         self._saving: asyncio.Future[None] | None = None
         self._background_start: asyncio.Task[None] | None = None
         self._lock = OwnerLock(self.settings.data_dir)
         self._ever_connected = False
         self._stats_sent: MemoryStats | None = None
-        self.heartbeat: Heartbeat | None = None
-        self._background_jobs: list[asyncio.Task[None]] = []
-        self.voice: VoiceBridge | None = None
-        self.voice_status = Voice(state="off", mode=self.settings.voice.mode, text="voice is off")
-        if self.settings.voice.enabled:
-            self.voice = VoiceBridge(
+        self.voice = VoiceRelay(
+            self.settings,
+            VoiceBridge(
                 self.settings,
-                self._from_thread(self._voice_event),
+                self._from_thread(lambda event: self.voice.on_event(event)),
                 core=lambda: self.host.stores.core if self.host.stores is not None else None,
             )
-            self.voice_status = Voice(state="starting", mode=self.settings.voice.mode)
-        # The turn whose reply is being spoken, and its speech.
-        self.speaking: tuple[int, ReplySpeech] | None = None
+            if self.settings.voice.enabled
+            else None,
+            self._broadcast,
+            self._accept,
+            lambda text, paused: self._read_draft(text, speculate=paused),
+            self._cut,
+            lambda: self._turns,
+        )
+        self.task_relay = TaskRelay(
+            self.settings,
+            self._broadcast,
+            self._from_thread,
+            lambda event: self.queue.put_nowait(Note(event)),
+            self.voice.say_aloud,
+        )
+        self.host = AgentHost(
+            self.settings,
+            self._from_thread(self._progress),
+            self._from_thread(self._llm_status),
+            embedder=embedder,
+            approvals=self.task_relay.approvals(),
+            on_task_finished=self._from_thread(self._task_finished),
+            on_reminder_added=self.task_relay.reminder_added,
+        )
         self.ready = threading.Event()  # set once the socket listens (for in-process callers)
         self.task_desk = TaskDesk(
             self.host,
             lambda: self.state_text,
             self.work,
-            lambda: self.heartbeat,
+            lambda: self.task_relay.heartbeat,
             self._spawn,
             self._broadcast_stats,
         )
@@ -314,7 +301,7 @@ class AssistantService:
         self.state = "stopping"
         if self.running is not None:
             self.running.cancel.set()
-        self._stop_speaking()
+        self.voice.stop_speaking()
         server.close()
         for client in self.clients:
             client.writer.close()
@@ -323,14 +310,10 @@ class AssistantService:
         await asyncio.gather(*tasks, return_exceptions=True)
         with contextlib.suppress(FileNotFoundError):
             self.socket.unlink()
-        # A start still under way finishes in its thread; close waits for nothing else.
-        if self.voice is not None:
-            await asyncio.to_thread(self.voice.close)
+        await self.voice.close()
         if self._saving is not None:
             await asyncio.gather(self._saving, return_exceptions=True)
-        for job in self._background_jobs:
-            job.cancel()
-        await asyncio.gather(*self._background_jobs, return_exceptions=True)
+        await self.task_relay.close()
         if self.host.tasks is not None:
             await self.host.tasks.close()
         await self._save_queued()
@@ -357,37 +340,27 @@ class AssistantService:
         except STARTUP_ERRORS as error:
             self._set_state("failed", f"the memory could not be opened: {error}")
             self._llm_settled.set()
-            self._voice_settled.set()
+            self.voice.settled.set()
             return
         finally:
             self._memory_settled.set()
         self._broadcast(History(items=self._history()))
         self._broadcast_stats()
-        self._start_tasks()
-        if self.voice is not None:
-            self._voice_start = asyncio.create_task(self._start_voice(self.voice))
-        else:
-            self._voice_settled.set()
+        tasks, reminders = self.host.tasks, self.host.reminders
+        if tasks is not None and reminders is not None and self._loop is not None:
+            self.task_relay.start(
+                self._loop,
+                tasks,
+                reminders,
+                self.host.approvals,
+                self.host.after_turn,
+                self.host.plan,
+            )
+        self._voice_start = asyncio.create_task(self.voice.start())
         await self._start_llm()
         # Started (the clients already have the history): nearly all the service holds now
         # stays until it stops.
         settle_garbage()
-
-    async def _start_voice(self, voice: VoiceBridge) -> None:
-        try:
-            text = await asyncio.to_thread(voice.start)
-        except Exception as error:  # a voice that cannot start leaves the text path working
-            log.exception("voice did not start")
-            self._set_voice(state="off", text=f"voice is off: {error}")
-            self._broadcast(
-                Notice(text=f"voice is off: {error}; continuing by text", level="warning")
-            )
-            return
-        finally:
-            self._voice_settled.set()
-        self._set_voice(text=text)
-        if voice.headless:
-            self._broadcast(Notice(text=f"voice: {text}", level="warning"))
 
     async def _start_llm(self) -> None:
         self._llm_settled.clear()
@@ -478,7 +451,7 @@ class AssistantService:
             endpoint=self.host.describe_endpoint(),
             background=self.settings.service.background,
             history=self._history(),
-            voice=self.voice_status,
+            voice=self.voice.status,
             memory=self._stats(),
         )
 
@@ -500,10 +473,7 @@ class AssistantService:
             ),
         )
         add(Cancel, self._cancel)
-        add(SetVoice, self._voice)
-        add(Talk, self._voice)
-        add(StopSpeaking, self._voice)
-        add(Listen, self._voice)
+        self.voice.register(self.requests, self._spawn)
         add(Retry, self._retry)
         add(Leave, self._leave)
         add(Stop, lambda client, request: self.stop(f"stopped by {client.name}"))
@@ -515,10 +485,7 @@ class AssistantService:
     def _cancel(self, client: Client, request: Cancel) -> None:
         if self.running is not None:
             self.running.cancel.set()
-        self._stop_speaking()
-
-    def _voice(self, client: Client, request: SetVoice | Talk | StopSpeaking | Listen) -> None:
-        self._spawn(self._voice_request(client, request))
+        self.voice.stop_speaking()
 
     def _retry(self, client: Client, request: Retry) -> None:
         if self.state == "failed" and self.host.agent is not None:
@@ -650,14 +617,14 @@ class AssistantService:
             else UserUtterance(say.text, say.confidence)
         )
         show = self._from_thread(lambda text: self._broadcast(ReplyChunk(turn=job.turn, text=text)))
-        speech = self._speak(job)
+        speech = self.voice.speak(job.turn, job.timings, job.event is not None)
 
         def chunk(text: str) -> None:
             show(text)
             if speech is not None:
                 speech.feed(text)
 
-        self._thinking(True)
+        self.voice.thinking(True)
         try:
             timings = job.timings
             turn = await asyncio.to_thread(
@@ -671,7 +638,7 @@ class AssistantService:
                 speech.feed(SPOKEN_FAILURE)  # the reason is on screen; a listener hears this
         finally:
             self.running = None
-            self._thinking(False)
+            self.voice.thinking(False)
             if speech is not None:
                 speech.finish()
         self._broadcast(
@@ -771,50 +738,12 @@ class AssistantService:
             self._stats_sent = stats
             self._broadcast(stats)
 
-    # Tasks, reminders and the heartbeat
-
-    def _start_tasks(self) -> None:
-        """Delegated tasks start running; the heartbeat starts ticking (reminders due while
-        the app was closed fire now, marked late)."""
-        tasks, reminders = self.host.tasks, self.host.reminders
-        if tasks is None or reminders is None or self._loop is None:
-            return
-        self.host.on_task_finished = self._from_thread(self._task_finished)
-        for problem in [*tasks.store.problems, *([reminders.problem] if reminders.problem else [])]:
-            self._broadcast(Notice(text=problem, level="warning"))
-        interrupted = tasks.start(self._loop)
-        if interrupted:
-            names = ", ".join(f"{r.id} ({r.goal[:40]})" for r in interrupted)
-            text = f"tasks interrupted by the restart, resumable: {names}"
-            self._broadcast(Notice(text=text, level="warning"))
-            self.queue.put_nowait(Note(MemoryChanged(text)))
-        asked = self._from_thread(self._approval_asked)
-        self.host.approvals.on_asked = lambda task_id, request: asked(
-            approval_row(task_id, request)
-        )
-        settled = self._from_thread(self._broadcast_settled)
-        self.host.approvals.on_settled = lambda task, request, allowed: settled(
-            ApprovalSettled(id=request.id, task_id=task, tool=request.tool, allowed=allowed)
-        )
-        self.heartbeat = Heartbeat(
-            reminders,
-            tasks.store,
-            HeartbeatActions(
-                remind=self._from_thread(self._remind),
-                reflect=self.host.after_turn,
-                waiting=lambda records: self._ask_again(),
-                plan=self.host.plan,
-            ),
-            timedelta(minutes=self.settings.tasks.heartbeat_minutes),
-            local_now,
-        )
-        added = self._from_thread(lambda _: self._reminder_added())
-        self.host.on_reminder_added = lambda: added(None)
-        self._background_jobs.append(asyncio.create_task(self.heartbeat.run()))
-
-    def _reminder_added(self) -> None:
-        if self.heartbeat is not None:
-            self.heartbeat.changed()
+    def _cut(self, turn: int, heard: str) -> None:
+        """The user cut off the spoken reply to ``turn``: stop writing it, and let the
+        agent's history keep only what was heard (after the turn, in queue order)."""
+        if self.running is not None and self.running.turn == turn:
+            self.running.cancel.set()
+        self.queue.put_nowait(HeardOnly(turn, heard))
 
     def _task_finished(self, record: object) -> None:
         """A task ended: the master agent is woken to decide what to tell the user."""
@@ -827,160 +756,6 @@ class AssistantService:
         job = QueuedTurn(self._turns, say, event=event)
         self.waiting.append(job)
         self.queue.put_nowait(job)
-
-    def _remind(self, reminder: object) -> None:
-        """A reminder is due: shown to every client, spoken if voice is on, and noted for the
-        agent (no LLM call)."""
-        if not isinstance(reminder, Reminder):
-            return
-        text = reminder.announcement()
-        log.info("%s", text)
-        self._broadcast(
-            ReminderFired(
-                id=reminder.id,
-                text=reminder.text,
-                due_at=reminder.due_at,
-                late=reminder.late_by() is not None,
-                announcement=text,
-            )
-        )
-        self._say_aloud(text)
-        self.queue.put_nowait(Note(ReminderDue(text)))
-
-    def _say_aloud(self, text: str) -> None:
-        """Speak a notice when voice is on and no reply is being spoken (the user may be
-        away from the screen)."""
-        loop = self.voice.loop if self.voice is not None else None
-        if (
-            loop is not None
-            and self.speaking is None
-            and self.settings.voice.speak_replies != "never"
-        ):
-            speech = loop.speak()
-            speech.feed(text)
-            speech.finish()
-
-    def _approval_asked(self, approval: object) -> None:
-        """A task waits for the user to allow a call: every client is asked, and a user
-        away from the screen hears that it waits."""
-        if not isinstance(approval, ApprovalRow):
-            return
-        log.info("task %s asks to run %s", approval.task_id, approval.tool)
-        self._broadcast(ApprovalAsked(approval=approval))
-        self._say_aloud(f"A task needs your permission to run {approval.tool.replace('__', ' ')}.")
-
-    def _broadcast_settled(self, settled: object) -> None:
-        if isinstance(settled, ApprovalSettled):
-            self._broadcast(settled)
-
-    def _ask_again(self) -> None:
-        """At a heartbeat, the questions still unanswered go out again (from the tick's
-        thread), so a window opened since shows them."""
-        asked = self._from_thread(
-            lambda approval: (
-                self._broadcast(ApprovalAsked(approval=approval))
-                if isinstance(approval, ApprovalRow)
-                else None
-            )
-        )
-        for task_id, request in self.host.approvals.pending():
-            asked(approval_row(task_id, request))
-
-    # Voice
-
-    def _speak(self, job: QueuedTurn) -> ReplySpeech | None:
-        """The speech a reply goes out as, when voice runs and this reply is to be heard."""
-        loop = self.voice.loop if self.voice is not None else None
-        wanted = self.settings.voice.speak_replies
-        # A turn no one said (a task finished) is spoken whenever voice is on: the user may
-        # be away from the screen.
-        heard = job.timings is not None or job.event is not None
-        if loop is None or wanted == "never" or (wanted == "spoken" and not heard):
-            return None
-        speech = loop.speak(job.timings)
-        self.speaking = (job.turn, speech)
-        return speech
-
-    def _thinking(self, busy: bool) -> None:
-        if self.voice is not None and self.voice.loop is not None:
-            self.voice.loop.thinking(busy)
-
-    def _stop_speaking(self) -> None:
-        if self.voice is not None and self.voice.loop is not None:
-            heard = self.voice.loop.stop_speaking()
-            if heard is not None:
-                self._cut(heard)
-
-    def _cut(self, heard: str) -> None:
-        """The reply being spoken stopped after ``heard``: stop writing it, and let the
-        agent's history keep only what was heard (after the turn, in queue order)."""
-        if self.speaking is None:
-            return
-        turn, _ = self.speaking
-        self.speaking = None
-        if self.running is not None and self.running.turn == turn:
-            self.running.cancel.set()
-        self._broadcast(ReplyCut(turn=turn, heard=heard))
-        self.queue.put_nowait(HeardOnly(turn, heard))
-
-    async def _voice_request(
-        self, client: Client, request: SetVoice | Talk | StopSpeaking | Listen
-    ) -> None:
-        await self._voice_settled.wait()  # a request made while the models load waits for them
-        loop = self.voice.loop if self.voice is not None else None
-        if self.voice is None or loop is None:
-            client.send(
-                Notice(text=f"no voice: {self.voice_status.text or 'starting'}", level="error")
-            )
-            return
-        match request:
-            case SetVoice():
-                loop.set_mode(request.mode)
-                self._set_voice(mode=request.mode)
-            case Talk():
-                if loop.mode != "push_to_talk":
-                    client.send(Notice(text="the talk key works in push-to-talk mode"))
-                    return
-                loop.talk(request.down)
-            case StopSpeaking():
-                self._stop_speaking()
-            case Listen():
-                try:
-                    seconds = self.voice.listen(Path(request.path))
-                except VoiceRequestError as error:
-                    client.send(Notice(text=str(error), level="error"))
-                    return
-                client.send(Notice(text=f"listening to {request.path} ({seconds:.1f} s)"))
-
-    def _voice_event(self, event: object) -> None:
-        match event:
-            case StateChanged():
-                self._set_voice(state=event.state)
-            case LevelChanged():
-                self._set_voice(level_dbfs=event.dbfs)
-            case Heard():
-                said = Say(text=event.transcript.text, confidence=event.transcript.confidence)
-                self._accept("voice", said, self._broadcast, event.timings)
-            case HeardSoFar():
-                # Words heard while the user speaks are read ahead like a typed draft; at a
-                # pause they are likely the turn, and its reply is asked for while the
-                # end-of-turn silence runs out.
-                self._read_draft(event.text, speculate=event.paused)
-            case NotHeard():
-                log.info("not heard: %s", event.reason)
-                self._broadcast(HeardNothing(reason=event.reason))
-            case BargedIn():
-                log.info("barge-in: playback stopped in %.1f ms", event.stop_ms)
-                self._cut(event.heard)
-            case FirstAudio():
-                stages = event.timings.since_end_of_speech_ms()
-                turn = self.speaking[0] if self.speaking is not None else self._turns
-                log.info("voice turn %d: %s", turn, stages)
-                self._broadcast(VoiceTimings(turn=turn, stages_ms=stages))
-
-    def _set_voice(self, **changes: object) -> None:
-        self.voice_status = self.voice_status.model_copy(update=changes)
-        self._broadcast(self.voice_status)
 
     # Work and lifetime
 
