@@ -127,7 +127,7 @@ def _serve(loaded: LoadedConfig, args: argparse.Namespace) -> int:
 
 
 def _chat(loaded: LoadedConfig, args: argparse.Namespace) -> int:
-    from assistant.service.terminal import chat
+    from assistant.clients.terminal import chat
 
     return asyncio.run(chat(loaded))
 
@@ -135,10 +135,10 @@ def _chat(loaded: LoadedConfig, args: argparse.Namespace) -> int:
 def _ask(loaded: LoadedConfig, args: argparse.Namespace) -> int:
     text = " ".join(args.text)
     if args.delegate:
-        from assistant.service.task_terminal import delegate
+        from assistant.clients.task_terminal import delegate
 
         return asyncio.run(delegate(loaded, text))
-    from assistant.service.terminal import ask
+    from assistant.clients.terminal import ask
 
     return asyncio.run(ask(loaded, text))
 
@@ -184,13 +184,13 @@ def _export(loaded: LoadedConfig, args: argparse.Namespace) -> int:
 
 
 def _listen(loaded: LoadedConfig, args: argparse.Namespace) -> int:
-    from assistant.service.terminal import listen
+    from assistant.clients.terminal import listen
 
     return asyncio.run(listen(loaded, args.file))
 
 
 def _tasks(loaded: LoadedConfig, args: argparse.Namespace) -> int:
-    from assistant.service.task_terminal import answer_approval, cancel, tasks
+    from assistant.clients.task_terminal import answer_approval, cancel, tasks
 
     if args.cancel:
         return asyncio.run(cancel(loaded, args.cancel))
@@ -200,7 +200,7 @@ def _tasks(loaded: LoadedConfig, args: argparse.Namespace) -> int:
 
 
 def _stop(loaded: LoadedConfig, args: argparse.Namespace) -> int:
-    from assistant.service.terminal import stop
+    from assistant.clients.terminal import stop
 
     return asyncio.run(stop(loaded))
 

@@ -67,6 +67,18 @@ class ProfileModels:
         weight = self.manifest.weight_for(self.settings.profile, "llm")
         return LlmPaths(weight.id, self.store.resolve(weight, self.progress).role("model"))
 
+    def describe_llm(self) -> str:
+        """Which model and endpoint, before anything has been started."""
+        llm = self.settings.llm
+        if llm.base_url:
+            return f"{llm.model or '(endpoint default)'} at {llm.base_url}"
+        name = (
+            llm.model_path.stem
+            if llm.model_path
+            else self.manifest.weight_for(self.settings.profile, "llm").id
+        )
+        return f"{name} on a local llama.cpp server"
+
     def tts(self) -> TtsPaths:
         own = self.settings.tts.voice_path
         if own is not None:

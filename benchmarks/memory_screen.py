@@ -52,8 +52,8 @@ from textual import events
 from textual.app import App, ComposeResult
 from textual.widgets import Input
 
+from assistant.clients.terminal import stop
 from assistant.config import LoadedConfig, load_config
-from assistant.service.terminal import stop
 from benchmarks.retrieval_scale import (
     BenchEmbedder,
     default_cache,

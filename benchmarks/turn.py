@@ -134,7 +134,7 @@ class Drafts:
         self.read_ended = 0.0
 
     def send(self, text: str) -> None:
-        from assistant.service.protocol import SENTENCE_ENDS
+        from assistant.protocol.conversation import SENTENCE_ENDS
 
         if text.endswith(SENTENCE_ENDS):
             with self._lock:
@@ -165,7 +165,7 @@ class Drafts:
 def type_out(text: str, cps: float, drafts: Drafts) -> None:
     """Type ``text`` at ``cps`` characters a second, sending a draft at each finished word
     (the same text once, as the terminal app does)."""
-    from assistant.service.protocol import DRAFT_WORD_ENDS
+    from assistant.protocol.conversation import DRAFT_WORD_ENDS
 
     sent = ""
     for end in range(1, len(text) + 1):

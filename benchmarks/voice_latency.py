@@ -157,17 +157,10 @@ async def run_turns(
 ) -> list[Turn]:
     """Each file spoken to a fresh ``brain serve``, timed; ``logs``: where to copy what the
     service logged meanwhile."""
+    from assistant.clients.connection import ServiceClient
     from assistant.config import load_config
-    from assistant.service.client import ServiceClient
-    from assistant.service.protocol import (
-        Listen,
-        NotHeard,
-        ReplyEnd,
-        Stop,
-        UserSaid,
-        Voice,
-        VoiceTimings,
-    )
+    from assistant.protocol.conversation import ReplyEnd, Stop, UserSaid
+    from assistant.protocol.voice import HeardNothing, Listen, Voice, VoiceTimings
 
     root.mkdir(parents=True, exist_ok=True)
     config_file = root / "config.toml"
@@ -196,7 +189,7 @@ async def run_turns(
                     break
                 if isinstance(update, UserSaid) and update.client == "voice" and number is None:
                     number, turn.heard = update.turn, update.text
-                elif isinstance(update, NotHeard) and number is None:
+                elif isinstance(update, HeardNothing) and number is None:
                     log(f"  {path.name}: not heard ({update.reason})")
                     break
                 elif isinstance(update, VoiceTimings) and update.turn == number:
@@ -231,7 +224,8 @@ async def run_turns(
 async def until_ready(client: Any) -> None:
     """Until the model is loaded and the microphone listens, as a user waits for the app to
     say so before speaking (else the first turn times the model's start)."""
-    from assistant.service.protocol import Status, Voice
+    from assistant.protocol.conversation import Status
+    from assistant.protocol.voice import Voice
 
     model = client.welcome.state == "ready"
     listening = client.welcome.voice.state == "listening"

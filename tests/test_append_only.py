@@ -17,7 +17,7 @@ from assistant.agent.context import ContextConfig, ContextWindow
 from assistant.agent.events import Event, HeartbeatTick, MemoryChanged, UserText, UserUtterance
 from assistant.agent.tools import MEMORIES_HEAD, Stores
 from assistant.llm.client import LLMClient, LLMContextOverflow, Message
-from assistant.service.memory_desk import MemoryDesk
+from assistant.service.desks.memory import MemoryDesk
 from assistant.settings import Settings
 from tests.agent_helpers import ScriptedStream, action, say
 

@@ -6,9 +6,9 @@ from __future__ import annotations
 import pytest
 
 from assistant.agent.tools import MemorySearch, Stores, by_name
-from assistant.service.graph_desk import GraphDesk
-from assistant.service.graph_wire import EntityOpen, EntityQuery, FactChange, FactUndo
-from assistant.service.server import MEMORY_ERRORS, _answer
+from assistant.protocol.graph import EntityOpen, EntityQuery, FactChange, FactUndo
+from assistant.service.desks.common import MEMORY_ERRORS
+from assistant.service.desks.graph import GraphDesk, answer
 from memory.graph.edit import FactEditError
 from tests.memory_helpers import store_fact
 
@@ -32,15 +32,15 @@ def test_entities_are_listed_by_facts_searched_by_name_and_paged(stores: Stores)
 
 def test_changes_and_undo_come_back_in_words_and_refusals_are_one_line(stores: Stores) -> None:
     fact = store_fact(stores.graph, "Ana", "lives in", "pasta")
-    answer, changed = _answer(
+    reply, changed = answer(
         stores, FactChange(ref="r", id=fact.id, action="correct", object="Porto")
     )
-    assert answer.type == "fact_done"
+    assert reply.type == "fact_done"
     assert changed == (fact.id, 'corrected the fact "Ana lives in pasta" to "Ana lives in Porto"')
-    _, changed = _answer(stores, FactChange(ref="r", id=fact.id, action="retire"))
+    _, changed = answer(stores, FactChange(ref="r", id=fact.id, action="retire"))
     assert changed is not None and "no longer holds" in changed[1]
     [retired, _corrected] = GraphDesk(stores).editor.changes([fact.id])
-    _, changed = _answer(stores, FactUndo(ref="r", change_id=retired.id))
+    _, changed = answer(stores, FactUndo(ref="r", change_id=retired.id))
     assert (
         changed is not None and changed[1] == 'undid a change to a fact: now "Ana lives in Porto"'
     )
@@ -51,7 +51,7 @@ def test_changes_and_undo_come_back_in_words_and_refusals_are_one_line(stores: S
         EntityOpen(ref="r", id="missing"),
     ):
         with pytest.raises(FactEditError) as refused:
-            _answer(stores, bad)
+            answer(stores, bad)
         assert isinstance(refused.value, MEMORY_ERRORS) and "\n" not in str(refused.value)
 
 

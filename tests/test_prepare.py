@@ -10,7 +10,8 @@ import pytest
 from assistant.agent.events import UserText
 from assistant.agent.tools import Stores
 from assistant.llm.client import LLMClient
-from assistant.service.protocol import Draft, Request
+from assistant.protocol import Request
+from assistant.protocol.conversation import Draft
 from tests.agent_helpers import ScriptedStream, agent_on, say, turn_under_way
 
 QUESTION = "Where does my sister Beatrix live?"

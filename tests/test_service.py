@@ -21,28 +21,26 @@ from pathlib import Path
 
 import pytest
 
+from assistant.clients.connection import ServiceClient, ServiceNotRunning, launch_environment
 from assistant.config import LoadedConfig, load_config
-from assistant.service.client import ServiceClient, ServiceNotRunning, launch_environment
-from assistant.service.paths import OwnerLock, socket_path
-from assistant.service.protocol import (
+from assistant.protocol import Update, encode
+from assistant.protocol.common import Notice
+from assistant.protocol.conversation import (
     MAX_SAY_CHARS,
     Cancel,
     Draft,
-    GetTasks,
     Hello,
     History,
     Left,
-    Notice,
     ReplyChunk,
     ReplyEnd,
     Retry,
     Say,
     Status,
-    Tasks,
-    Update,
     UserSaid,
-    encode,
 )
+from assistant.protocol.tasks import GetTasks, Tasks
+from assistant.service.paths import OwnerLock, socket_path
 from assistant.service.server import AlreadyRunning, AssistantService
 from memory.embedder import OnnxSentenceEmbedder
 from tests.helpers.fake_openai import scripted_endpoint
@@ -106,7 +104,7 @@ async def test_last_client_leaving_stops_the_service_unless_background(
     service = start_service(loaded)
     client = await ServiceClient.connect(loaded, "tui", start=False)
     # Once it has started, the service leaves what it holds out of full garbage
-    # collections (assistant/service/garbage.py), until it stops.
+    # collections (assistant/garbage.py), until it stops.
     await wait_for(lambda: gc.get_freeze_count() > 0, 30)
     left = await client.leave()
     assert left == Left(stays=False, reason="no work pending")
@@ -422,7 +420,7 @@ def test_a_client_does_not_load_the_memory_store() -> None:
         [
             sys.executable,
             "-c",
-            "import sys, assistant.cli, assistant.service.terminal, ui.app;"
+            "import sys, assistant.cli, assistant.clients.terminal, ui.app;"
             "heavy = ('lancedb', 'onnxruntime', 'faster_whisper');"
             "print(sorted(m for m in heavy if m in sys.modules))",
         ],
@@ -513,7 +511,7 @@ async def test_words_heard_at_a_pause_have_their_reply_asked_for_and_others_are_
         def heard(so_far: HeardSoFar) -> None:
             # As the voice loop reports it, from its own thread.
             threading.Thread(
-                target=running.service._from_thread(running.service._voice_event),
+                target=running.service._from_thread(running.service.voice.on_event),
                 args=(so_far,),
             ).start()
 

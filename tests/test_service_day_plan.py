@@ -14,11 +14,11 @@ from typing import Any
 
 import pytest
 
+from assistant.clients.connection import ServiceClient
 from assistant.config import LoadedConfig
-from assistant.service.client import ServiceClient
-from assistant.service.memory_wire import MemoryPage, MemoryQuery
-from assistant.service.protocol import ReplyEnd, Say
-from assistant.service.task_wire import PlanDay, PlanDone
+from assistant.protocol.conversation import ReplyEnd, Say
+from assistant.protocol.memory import MemoryPage, MemoryQuery
+from assistant.protocol.tasks import PlanDay, PlanDone
 from assistant.tasks.reminders import local_now
 from tests.helpers.fake_openai import scripted_endpoint
 from tests.helpers.service import InProcess, action, until

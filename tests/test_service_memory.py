@@ -6,13 +6,15 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+from assistant.clients.connection import ServiceClient
 from assistant.config import LoadedConfig
-from assistant.service.client import ServiceClient
-from assistant.service.memory_wire import (
+from assistant.protocol import Update
+from assistant.protocol.common import Failed, Notice, Wire
+from assistant.protocol.conversation import ReplyEnd, Say
+from assistant.protocol.memory import (
     CoreBlocks,
     CoreEdit,
     CoreQuery,
-    Failed,
     MemoryChangedByUser,
     MemoryDelete,
     MemoryDetail,
@@ -24,8 +26,6 @@ from assistant.service.memory_wire import (
     MemoryStats,
     MemoryUndo,
 )
-from assistant.service.protocol import Notice, ReplyEnd, Say, Update
-from assistant.service.wire import Wire
 from memory.embedder import OnnxSentenceEmbedder
 from tests.helpers.fake_openai import scripted_endpoint
 from tests.helpers.memories import FACTS, prompt_of, retrieved, seed

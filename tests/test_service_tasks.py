@@ -16,22 +16,24 @@ import pytest
 from textual.widgets import Static
 
 from assistant.agent.agent import ACKNOWLEDGED
+from assistant.clients.connection import ServiceClient
+from assistant.clients.task_terminal import answer_approval
+from assistant.clients.task_terminal import tasks as list_tasks
 from assistant.config import LoadedConfig
-from assistant.service.client import ServiceClient
-from assistant.service.memory_wire import Failed
-from assistant.service.paths import OwnerLock
-from assistant.service.protocol import GetTasks, ReplyEnd, Say, Tasks
-from assistant.service.task_terminal import answer_approval
-from assistant.service.task_terminal import tasks as list_tasks
-from assistant.service.task_wire import (
+from assistant.protocol.common import Failed
+from assistant.protocol.conversation import ReplyEnd, Say
+from assistant.protocol.tasks import (
     AnswerApproval,
     ApprovalAsked,
     ApprovalSettled,
     CancelTask,
     Delegate,
+    GetTasks,
     ReminderFired,
     TaskAccepted,
+    Tasks,
 )
+from assistant.service.paths import OwnerLock
 from assistant.tasks.agent_tools import HANDED_OFF
 from tests.helpers.fake_openai import scripted_endpoint
 from tests.helpers.service import InProcess, action, until

@@ -13,20 +13,12 @@ from pathlib import Path
 import pytest
 
 from assistant.agent.session import open_stores
+from assistant.clients.connection import ServiceClient
+from assistant.clients.terminal import listen
 from assistant.config import LoadedConfig
-from assistant.service.client import ServiceClient
-from assistant.service.protocol import (
-    Listen,
-    Notice,
-    ReplyCut,
-    ReplyEnd,
-    SetVoice,
-    StopSpeaking,
-    UserSaid,
-    Voice,
-    VoiceTimings,
-)
-from assistant.service.terminal import listen
+from assistant.protocol.common import Notice
+from assistant.protocol.conversation import ReplyCut, ReplyEnd, UserSaid
+from assistant.protocol.voice import Listen, SetVoice, StopSpeaking, Voice, VoiceTimings
 from memory.embedder import OnnxSentenceEmbedder
 from tests.helpers.fake_openai import scripted_endpoint
 from tests.helpers.service import InProcess, action, until

@@ -14,11 +14,11 @@ from rich.text import Text
 from textual.widgets import Input
 
 from assistant.agent.session import open_stores
+from assistant.clients.connection import ServiceClient
+from assistant.clients.terminal import ask, stop
 from assistant.config import LoadedConfig
-from assistant.service.client import ServiceClient
+from assistant.protocol.voice import Listen
 from assistant.service.paths import OwnerLock, socket_path
-from assistant.service.protocol import Listen
-from assistant.service.terminal import ask, stop
 from memory.embedder import OnnxSentenceEmbedder
 from tests.conftest import make_loaded
 from tests.helpers.fake_openai import scripted_endpoint

@@ -17,9 +17,9 @@ from textual.widgets.data_table import ColumnKey
 
 import ui.app
 from assistant.config import LoadedConfig
-from assistant.service.garbage import settle_garbage
-from assistant.service.memory_wire import MemoryRow
-from assistant.service.protocol import Progress, Status
+from assistant.garbage import settle_garbage
+from assistant.protocol.conversation import Progress, Status
+from assistant.protocol.memory import MemoryRow
 from memory.embedder import OnnxSentenceEmbedder
 from tests.helpers.fake_openai import ScriptedEndpoint, scripted_endpoint
 from tests.helpers.memories import FACTS, INSIGHT, agent_requests, prompt_of, retrieved, seed

@@ -14,8 +14,8 @@ import uuid
 from collections.abc import Callable
 from pathlib import Path
 
+from assistant.clients.connection import launch_environment
 from assistant.config import LoadedConfig
-from assistant.service.client import launch_environment
 from assistant.service.paths import OwnerLock
 from tests.helpers.fake_openai import scripted_endpoint
 from tests.helpers.service import action

@@ -15,8 +15,8 @@ from textual.binding import Binding
 from textual.screen import Screen
 
 from assistant.config import LoadedConfig
-from assistant.service.garbage import settle_garbage, unsettle_garbage
-from assistant.service.memory_wire import MemoryStats
+from assistant.garbage import settle_garbage, unsettle_garbage
+from assistant.protocol.memory import MemoryStats
 from ui.link import ServiceLink
 from ui.screens.approval import Questions
 from ui.screens.conversation import ConversationScreen

@@ -14,35 +14,15 @@ from typing import TypeVar
 from textual.dom import DOMNode
 from textual.signal import Signal
 
-from assistant.service.client import ServiceClient, ServiceError
-from assistant.service.graph_wire import EntityDetail, EntityPage, FactDone
-from assistant.service.memory_wire import (
-    CoreBlocks,
-    Failed,
-    MemoryChangedByUser,
-    MemoryDetail,
-    MemoryDone,
-    MemoryPage,
-    MemoryStats,
-)
-from assistant.service.protocol import Tasks, Update
-from assistant.service.task_wire import PlanDone, TaskAccepted
-from assistant.service.wire import Wire
+from assistant.clients.connection import ServiceClient, ServiceError
+from assistant.protocol import Update
+from assistant.protocol.common import Answer, Failed, Wire
+from assistant.protocol.memory import MemoryChangedByUser, MemoryStats
+from assistant.protocol.tasks import Tasks
 
 # How long a request waits for its answer (a search at a million memories takes ~0.3 s).
 ANSWER_TIMEOUT_S = 30.0
 
-Answer = (
-    MemoryPage
-    | MemoryDetail
-    | MemoryDone
-    | CoreBlocks
-    | TaskAccepted
-    | PlanDone
-    | EntityPage
-    | EntityDetail
-    | FactDone
-)
 A = TypeVar("A", bound=Answer)
 
 
@@ -58,7 +38,7 @@ class ServiceLink:
         self.memory_changed: Signal[MemoryChangedByUser] = Signal(owner, "memory-changed")
         self.stats_changed: Signal[MemoryStats] = Signal(owner, "memory-stats")
         self.tasks: Signal[Tasks] = Signal(owner, "tasks")
-        self._waiting: dict[str, asyncio.Future[Answer | Failed]] = {}
+        self._waiting: dict[str, asyncio.Future[Answer]] = {}
 
     async def send(self, request: Wire) -> None:
         """Send a request that has no answer of its own."""
@@ -75,7 +55,7 @@ class ServiceLink:
         if client is None:
             raise LinkError("not connected to the Brain OS service")
         ref = uuid.uuid4().hex
-        waiting: asyncio.Future[Answer | Failed] = asyncio.get_running_loop().create_future()
+        waiting: asyncio.Future[Answer] = asyncio.get_running_loop().create_future()
         self._waiting[ref] = waiting
         try:
             await client.send(request.model_copy(update={"ref": ref}))
@@ -95,18 +75,7 @@ class ServiceLink:
     def take(self, update: Update) -> bool:
         """Deal with ``update`` if it is for this link (True), else leave it to the caller."""
         match update:
-            case (
-                MemoryPage()
-                | MemoryDetail()
-                | MemoryDone()
-                | CoreBlocks()
-                | TaskAccepted()
-                | PlanDone()
-                | EntityPage()
-                | EntityDetail()
-                | FactDone()
-                | Failed()
-            ):
+            case Answer():  # an answer, or Failed
                 waiting = self._waiting.get(update.ref)
                 if waiting is not None and not waiting.done():
                     waiting.set_result(update)

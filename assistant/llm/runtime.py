@@ -72,18 +72,6 @@ class LLMRuntime:
             return self.settings.llm.base_url
         return "llama-server" if self._binary is not None else "llama-cpp-python"
 
-    def describe(self) -> str:
-        """Which model and endpoint, before anything has been started."""
-        llm = self.settings.llm
-        if llm.base_url:
-            return f"{llm.model or '(endpoint default)'} at {llm.base_url}"
-        name = (
-            llm.model_path.stem
-            if llm.model_path
-            else self.models.manifest.weight_for(self.settings.profile, "llm").id
-        )
-        return f"{name} on a local llama.cpp server"
-
     def start(self) -> LLMClient:
         llm = self.settings.llm
         if self._closed:

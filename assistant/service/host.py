@@ -67,7 +67,13 @@ class AgentHost:
         on_progress: ProgressCallback | None = None,
         on_status: StatusCallback | None = None,
         embedder: Embedder | None = None,
+        approvals: Approvals | None = None,
+        on_task_finished: Callable[[TaskRecord], None] = lambda record: None,
+        on_reminder_added: Callable[[], None] = lambda: None,
     ) -> None:
+        """``approvals``: the questions of sub-agents waiting for the user's permission (the
+        service relays them); ``on_task_finished`` and ``on_reminder_added`` are told when a
+        task ends and when a reminder is added."""
         self.settings = settings
         self.on_progress = on_progress
         self.on_status = on_status
@@ -86,11 +92,9 @@ class AgentHost:
         self.tasks: TaskManager | None = None
         self.reminders: ReminderStore | None = None
         self.planner: DayPlanner | None = None
-        # Told when a task ends and when a reminder is added (set by the service).
-        self.on_task_finished: Callable[[TaskRecord], None] = lambda record: None
-        self.on_reminder_added: Callable[[], None] = lambda: None
-        # Questions of sub-agents waiting for the user's permission (the service relays them).
-        self.approvals = Approvals()
+        self.on_task_finished = on_task_finished
+        self.on_reminder_added = on_reminder_added
+        self.approvals = approvals or Approvals()
 
     def open_memory(self) -> Agent:
         """The stores and the agent (no LLM needed yet: events are recorded either way)."""
@@ -118,7 +122,7 @@ class AgentHost:
                         seconds=limits.max_seconds,
                     ),
                 ),
-                on_finished=lambda record: self.on_task_finished(record),
+                on_finished=self.on_task_finished,
             )
             self.planner = DayPlanner(
                 self.stores.stream,
@@ -131,7 +135,7 @@ class AgentHost:
                 self.tasks,
                 self.reminders,
                 local_now,
-                lambda: self.on_reminder_added(),
+                self.on_reminder_added,
                 heard=lambda: self.agent.heard if self.agent is not None else "",
             )
             self.agent = open_agent(
@@ -277,7 +281,7 @@ class AgentHost:
         client = self.llm.client
         if client is not None:
             return client.endpoint.label
-        return LLMRuntime(self.settings).describe()
+        return ProfileModels(self.settings).describe_llm()
 
     def respond(
         self,

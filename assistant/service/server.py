@@ -16,14 +16,13 @@ import signal
 import sys
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Coroutine
 from dataclasses import dataclass, field
-from datetime import timedelta
 from pathlib import Path
+from typing import Any
 
 from pydantic import ValidationError
 
-from assistant.agent.core_memory import CoreMemoryError
 from assistant.agent.events import (
     Event,
     MemoryChanged,
@@ -34,157 +33,78 @@ from assistant.agent.events import (
 )
 from assistant.agent.tools import Stores
 from assistant.config import ConfigError, LoadedConfig
+from assistant.garbage import settle_garbage, unsettle_garbage
 from assistant.llm.server import ServerState, ServerStatus
-from assistant.service.garbage import settle_garbage, unsettle_garbage
-from assistant.service.graph_desk import GraphDesk
-from assistant.service.graph_wire import (
-    EntityOpen,
-    EntityQuery,
-    FactChange,
-    FactUndo,
-    GraphRequest,
-)
-from assistant.service.host import STARTUP_ERRORS, AgentHost
-from assistant.service.memory_desk import Changed, MemoryDesk
-from assistant.service.memory_wire import (
-    CoreBlocks,
-    CoreEdit,
-    CoreQuery,
-    Failed,
-    MemoryChangedByUser,
-    MemoryDelete,
-    MemoryDetail,
-    MemoryDone,
-    MemoryEdit,
-    MemoryOpen,
-    MemoryQuery,
-    MemoryRequest,
-    MemoryStats,
-    MemoryUndo,
-)
-from assistant.service.paths import OwnerLock, private_dir, socket_path
-from assistant.service.protocol import (
+from assistant.protocol import decode_request, describe, encode
+from assistant.protocol.common import (
     MAX_LINE_BYTES,
-    MAX_SAY_CHARS,
     PROTOCOL_VERSION,
+    Failed,
+    Notice,
+    ProtocolError,
+    Wire,
+)
+from assistant.protocol.conversation import (
+    MAX_SAY_CHARS,
     SENTENCE_ENDS,
     Bye,
     Cancel,
     Draft,
-    GetTasks,
     Hello,
     History,
     HistoryItem,
     Leave,
     Left,
-    Listen,
-    Notice,
     Progress,
-    ProtocolError,
     ReplyChunk,
-    ReplyCut,
     ReplyEnd,
     ReplyStart,
     Retry,
     Say,
     ServiceState,
-    SetVoice,
     Status,
     Stop,
-    StopSpeaking,
-    Talk,
-    Tasks,
     UserSaid,
-    Voice,
-    VoiceTimings,
     Welcome,
-    Work,
-    decode_request,
-    describe,
-    encode,
 )
-from assistant.service.protocol import (
-    NotHeard as Unheard,
-)
-from assistant.service.task_wire import (
-    AnswerApproval,
+from assistant.protocol.memory import MemoryChangedByUser, MemoryStats
+from assistant.protocol.tasks import (
     ApprovalAsked,
-    ApprovalRow,
-    ApprovalSettled,
-    CancelTask,
-    Delegate,
-    PlanDay,
-    PlanDone,
-    ReminderFired,
-    ResumeTask,
-    TaskAccepted,
-    TaskRow,
-    Tick,
-    approval_row,
-    task_row,
+    Work,
 )
-from assistant.service.voice import VoiceBridge, VoiceRequestError
-from assistant.service.wire import Wire
+from assistant.service.desks import graph as graph_desk
+from assistant.service.desks import memory as memory_desk
+from assistant.service.desks.common import MEMORY_ERRORS, Reply, one_line
+from assistant.service.desks.memory import MemoryDesk
+from assistant.service.desks.task_rows import approval_row
+from assistant.service.desks.tasks import TaskDesk
+from assistant.service.host import STARTUP_ERRORS, AgentHost
+from assistant.service.hub import Client
+from assistant.service.paths import OwnerLock, private_dir, socket_path
+from assistant.service.requests import Requests
+from assistant.service.task_relay import TaskRelay
+from assistant.service.voice import VoiceBridge
+from assistant.service.voice_relay import VoiceRelay
 from assistant.settings import Settings
-from assistant.tasks.approvals import ApprovalError
-from assistant.tasks.day_plan import PlanError
-from assistant.tasks.heartbeat import Heartbeat, HeartbeatActions
-from assistant.tasks.manager import TaskError
 from assistant.tasks.records import TaskRecord
-from assistant.tasks.reminders import Reminder, local_now
-from memory.database import DatabaseError
 from memory.embedder import Embedder
-from memory.graph.edit import FactEditError
-from memory.locking import LockTimeout
-from memory.stream import MemoryRequestError
 from models import Progress as WeightProgress
-from voice.loop import (
-    BargedIn,
-    FirstAudio,
-    Heard,
-    HeardSoFar,
-    LevelChanged,
-    NotHeard,
-    StateChanged,
-)
-from voice.speech_out import ReplySpeech
 from voice.timing import Timings
 
 log = logging.getLogger(__name__)
 
 HISTORY_SHOWN = 40
+ATTACHED_ALREADY = Notice(text="already attached", level="warning")
 SPOKEN_FAILURE = "Sorry, I cannot answer right now; the reason is on the screen."
 HELLO_TIMEOUT_S = 10.0
 # How often the memory's counters are checked for the clients' status bars.
 STATS_POLL_S = 1.0
-# What a memory request can fail with; the client gets the message in one line.
-MEMORY_ERRORS = (
-    MemoryRequestError,
-    FactEditError,
-    CoreMemoryError,
-    DatabaseError,
-    LockTimeout,
-    OSError,
-    ValueError,
-)
 # How long a new service waits for one that is shutting down to let go of the data folder.
 OWNER_WAIT_S = 15.0
-# Finished tasks listed to clients besides the running ones.
-TASKS_SHOWN = 50
 
 
 class AlreadyRunning(Exception):
     """Another service owns this data folder."""
-
-
-@dataclass
-class Client:
-    name: str
-    writer: asyncio.StreamWriter
-
-    def send(self, message: Wire) -> None:
-        if not self.writer.is_closing():
-            self.writer.write(encode(message))
 
 
 @dataclass
@@ -240,12 +160,6 @@ class AssistantService:
         self.settings = loaded.settings
         self.reload = reload
         self.socket = socket_path(self.settings)
-        self.host = AgentHost(
-            self.settings,
-            self._from_thread(self._progress),
-            self._from_thread(self._llm_status),
-            embedder=embedder,
-        )
         self.first_client_timeout_s = first_client_timeout_s
         self.config_poll_s = config_poll_s
         self.owner_wait_s = owner_wait_s
@@ -269,27 +183,54 @@ class AssistantService:
         self._llm_settled = asyncio.Event()
         self._starting: asyncio.Task[None] | None = None
         self._voice_start: asyncio.Task[None] | None = None
-        self._voice_settled = asyncio.Event()
         self._requests: set[asyncio.Task[None]] = set()
         self._saving: asyncio.Future[None] | None = None
         self._background_start: asyncio.Task[None] | None = None
         self._lock = OwnerLock(self.settings.data_dir)
         self._ever_connected = False
         self._stats_sent: MemoryStats | None = None
-        self.heartbeat: Heartbeat | None = None
-        self._background_jobs: list[asyncio.Task[None]] = []
-        self.voice: VoiceBridge | None = None
-        self.voice_status = Voice(state="off", mode=self.settings.voice.mode, text="voice is off")
-        if self.settings.voice.enabled:
-            self.voice = VoiceBridge(
+        self.voice = VoiceRelay(
+            self.settings,
+            VoiceBridge(
                 self.settings,
-                self._from_thread(self._voice_event),
+                self._from_thread(lambda event: self.voice.on_event(event)),
                 core=lambda: self.host.stores.core if self.host.stores is not None else None,
             )
-            self.voice_status = Voice(state="starting", mode=self.settings.voice.mode)
-        # The turn whose reply is being spoken, and its speech.
-        self.speaking: tuple[int, ReplySpeech] | None = None
+            if self.settings.voice.enabled
+            else None,
+            self._broadcast,
+            self._accept,
+            lambda text, paused: self._read_draft(text, speculate=paused),
+            self._cut,
+            lambda: self._turns,
+        )
+        self.task_relay = TaskRelay(
+            self.settings,
+            self._broadcast,
+            self._from_thread,
+            lambda event: self.queue.put_nowait(Note(event)),
+            self.voice.say_aloud,
+        )
+        self.host = AgentHost(
+            self.settings,
+            self._from_thread(self._progress),
+            self._from_thread(self._llm_status),
+            embedder=embedder,
+            approvals=self.task_relay.approvals(),
+            on_task_finished=self._from_thread(self._task_finished),
+            on_reminder_added=self.task_relay.reminder_added,
+        )
         self.ready = threading.Event()  # set once the socket listens (for in-process callers)
+        self.task_desk = TaskDesk(
+            self.host,
+            lambda: self.state_text,
+            self.work,
+            lambda: self.task_relay.heartbeat,
+            self._spawn,
+            self._broadcast_stats,
+        )
+        self.requests = Requests()
+        self._register()
 
     # Running
 
@@ -360,7 +301,7 @@ class AssistantService:
         self.state = "stopping"
         if self.running is not None:
             self.running.cancel.set()
-        self._stop_speaking()
+        self.voice.stop_speaking()
         server.close()
         for client in self.clients:
             client.writer.close()
@@ -369,14 +310,10 @@ class AssistantService:
         await asyncio.gather(*tasks, return_exceptions=True)
         with contextlib.suppress(FileNotFoundError):
             self.socket.unlink()
-        # A start still under way finishes in its thread; close waits for nothing else.
-        if self.voice is not None:
-            await asyncio.to_thread(self.voice.close)
+        await self.voice.close()
         if self._saving is not None:
             await asyncio.gather(self._saving, return_exceptions=True)
-        for job in self._background_jobs:
-            job.cancel()
-        await asyncio.gather(*self._background_jobs, return_exceptions=True)
+        await self.task_relay.close()
         if self.host.tasks is not None:
             await self.host.tasks.close()
         await self._save_queued()
@@ -403,37 +340,27 @@ class AssistantService:
         except STARTUP_ERRORS as error:
             self._set_state("failed", f"the memory could not be opened: {error}")
             self._llm_settled.set()
-            self._voice_settled.set()
+            self.voice.settled.set()
             return
         finally:
             self._memory_settled.set()
         self._broadcast(History(items=self._history()))
         self._broadcast_stats()
-        self._start_tasks()
-        if self.voice is not None:
-            self._voice_start = asyncio.create_task(self._start_voice(self.voice))
-        else:
-            self._voice_settled.set()
+        tasks, reminders = self.host.tasks, self.host.reminders
+        if tasks is not None and reminders is not None and self._loop is not None:
+            self.task_relay.start(
+                self._loop,
+                tasks,
+                reminders,
+                self.host.approvals,
+                self.host.after_turn,
+                self.host.plan,
+            )
+        self._voice_start = asyncio.create_task(self.voice.start())
         await self._start_llm()
         # Started (the clients already have the history): nearly all the service holds now
         # stays until it stops.
         settle_garbage()
-
-    async def _start_voice(self, voice: VoiceBridge) -> None:
-        try:
-            text = await asyncio.to_thread(voice.start)
-        except Exception as error:  # a voice that cannot start leaves the text path working
-            log.exception("voice did not start")
-            self._set_voice(state="off", text=f"voice is off: {error}")
-            self._broadcast(
-                Notice(text=f"voice is off: {error}; continuing by text", level="warning")
-            )
-            return
-        finally:
-            self._voice_settled.set()
-        self._set_voice(text=text)
-        if voice.headless:
-            self._broadcast(Notice(text=f"voice: {text}", level="warning"))
 
     async def _start_llm(self) -> None:
         self._llm_settled.clear()
@@ -483,7 +410,7 @@ class AssistantService:
                 except (ProtocolError, ValidationError) as error:
                     client.send(Notice(text=describe(error), level="error"))
                     continue
-                self._handle(client, request)
+                self.requests.handle(client, request)
                 await writer.drain()
         except (TimeoutError, ConnectionError, asyncio.IncompleteReadError):
             pass
@@ -524,7 +451,7 @@ class AssistantService:
             endpoint=self.host.describe_endpoint(),
             background=self.settings.service.background,
             history=self._history(),
-            voice=self.voice_status,
+            voice=self.voice.status,
             memory=self._stats(),
         )
 
@@ -534,58 +461,45 @@ class AssistantService:
             for m in self.host.history(HISTORY_SHOWN)
         ]
 
-    def _handle(self, client: Client, request: object) -> None:
-        match request:
-            case Say():
-                self._accept(client.name, request, client.send)
-            case Draft():
-                self._read_draft(request.text, speculate=request.text.endswith(SENTENCE_ENDS))
-            case Cancel():
-                if self.running is not None:
-                    self.running.cancel.set()
-                self._stop_speaking()
-            case SetVoice() | Talk() | StopSpeaking() | Listen():
-                # Tracked, so the task is not collected before it has run.
-                task = asyncio.create_task(self._voice_request(client, request))
-                self._requests.add(task)
-                task.add_done_callback(self._requests.discard)
-            case Retry():
-                if self.state == "failed" and self.host.agent is not None:
-                    self._starting = asyncio.create_task(self._start_llm())
-            case GetTasks():
-                client.send(Tasks(work=self.work(), tasks=self._task_rows()))
-            case PlanDay():
-                task = asyncio.create_task(self._plan_request(client, request))
-                self._requests.add(task)
-                task.add_done_callback(self._requests.discard)
-            case Delegate() | CancelTask() | ResumeTask() | AnswerApproval():
-                self._task_request(client, request)
-            case Tick():
-                if self.heartbeat is not None:
-                    self.heartbeat.poke()
-            case Leave():
-                stays, reason = self._stays_without(client)
-                client.send(Left(stays=stays, reason=reason))
-            case Stop():
-                self.stop(f"stopped by {client.name}")
-            case Hello():
-                client.send(Notice(text="already attached", level="warning"))
-            case (
-                MemoryQuery()
-                | MemoryOpen()
-                | MemoryEdit()
-                | MemoryDelete()
-                | MemoryUndo()
-                | CoreQuery()
-                | CoreEdit()
-                | EntityQuery()
-                | EntityOpen()
-                | FactChange()
-                | FactUndo()
-            ):
-                task = asyncio.create_task(self._memory_request(client, request))
-                self._requests.add(task)
-                task.add_done_callback(self._requests.discard)
+    def _register(self) -> None:
+        """Every request's handler: the conversation's and voice's here, the other domains'
+        from their desks."""
+        add = self.requests.add
+        add(Say, lambda client, request: self._accept(client.name, request, client.send))
+        add(
+            Draft,
+            lambda client, request: self._read_draft(
+                request.text, speculate=request.text.endswith(SENTENCE_ENDS)
+            ),
+        )
+        add(Cancel, self._cancel)
+        self.voice.register(self.requests, self._spawn)
+        add(Retry, self._retry)
+        add(Leave, self._leave)
+        add(Stop, lambda client, request: self.stop(f"stopped by {client.name}"))
+        add(Hello, lambda client, request: client.send(ATTACHED_ALREADY))
+        memory_desk.register(self.requests, self._in_worker)
+        graph_desk.register(self.requests, self._in_worker)
+        self.task_desk.register(self.requests)
+
+    def _cancel(self, client: Client, request: Cancel) -> None:
+        if self.running is not None:
+            self.running.cancel.set()
+        self.voice.stop_speaking()
+
+    def _retry(self, client: Client, request: Retry) -> None:
+        if self.state == "failed" and self.host.agent is not None:
+            self._starting = asyncio.create_task(self._start_llm())
+
+    def _leave(self, client: Client, request: Leave) -> None:
+        stays, reason = self._stays_without(client)
+        client.send(Left(stays=stays, reason=reason))
+
+    def _spawn(self, work: Coroutine[Any, Any, None]) -> None:
+        # Tracked, so the task is not collected before it has run.
+        task = asyncio.create_task(work)
+        self._requests.add(task)
+        task.add_done_callback(self._requests.discard)
 
     def _accept(
         self, name: str, say: Say, tell: Callable[[Wire], None], timings: Timings | None = None
@@ -637,9 +551,7 @@ class AssistantService:
             # the server takes it as soon as that read ends (drafts queued before it are
             # older words).
             self._next_draft = None
-            asking = asyncio.create_task(self._speculate(text))
-            self._requests.add(asking)
-            asking.add_done_callback(self._requests.discard)
+            self._spawn(self._speculate(text))
             return
         if self._drafting is not None:
             self._next_draft = text
@@ -705,14 +617,14 @@ class AssistantService:
             else UserUtterance(say.text, say.confidence)
         )
         show = self._from_thread(lambda text: self._broadcast(ReplyChunk(turn=job.turn, text=text)))
-        speech = self._speak(job)
+        speech = self.voice.speak(job.turn, job.timings, job.event is not None)
 
         def chunk(text: str) -> None:
             show(text)
             if speech is not None:
                 speech.feed(text)
 
-        self._thinking(True)
+        self.voice.thinking(True)
         try:
             timings = job.timings
             turn = await asyncio.to_thread(
@@ -726,7 +638,7 @@ class AssistantService:
                 speech.feed(SPOKEN_FAILURE)  # the reason is on screen; a listener hears this
         finally:
             self.running = None
-            self._thinking(False)
+            self.voice.thinking(False)
             if speech is not None:
                 speech.finish()
         self._broadcast(
@@ -780,7 +692,12 @@ class AssistantService:
 
     # Memory
 
-    async def _memory_request(self, client: Client, request: MemoryRequest | GraphRequest) -> None:
+    def _in_worker(self, answer: Callable[[Stores, Any], Reply]) -> Callable[[Client, Any], None]:
+        return lambda client, request: self._spawn(self._memory_request(client, request, answer))
+
+    async def _memory_request(
+        self, client: Client, request: Any, answer: Callable[[Stores, Any], Reply]
+    ) -> None:
         """Answer a memory request in a worker thread (a reply being written does not hold it
         up); a change is told to every client and, before its next turn, to the agent."""
         await self._memory_settled.wait()
@@ -789,11 +706,11 @@ class AssistantService:
             return
         stores = self.host.stores
         try:
-            answer, changed = await asyncio.to_thread(_answer, stores, request)
+            reply, changed = await asyncio.to_thread(answer, stores, request)
         except MEMORY_ERRORS as error:
             client.send(Failed(ref=request.ref, text=one_line(error)))
             return
-        client.send(answer)
+        client.send(reply)
         if changed is not None:
             record_id, text = changed
             log.info("%s %s", client.name, text)
@@ -821,50 +738,12 @@ class AssistantService:
             self._stats_sent = stats
             self._broadcast(stats)
 
-    # Tasks, reminders and the heartbeat
-
-    def _start_tasks(self) -> None:
-        """Delegated tasks start running; the heartbeat starts ticking (reminders due while
-        the app was closed fire now, marked late)."""
-        tasks, reminders = self.host.tasks, self.host.reminders
-        if tasks is None or reminders is None or self._loop is None:
-            return
-        self.host.on_task_finished = self._from_thread(self._task_finished)
-        for problem in [*tasks.store.problems, *([reminders.problem] if reminders.problem else [])]:
-            self._broadcast(Notice(text=problem, level="warning"))
-        interrupted = tasks.start(self._loop)
-        if interrupted:
-            names = ", ".join(f"{r.id} ({r.goal[:40]})" for r in interrupted)
-            text = f"tasks interrupted by the restart, resumable: {names}"
-            self._broadcast(Notice(text=text, level="warning"))
-            self.queue.put_nowait(Note(MemoryChanged(text)))
-        asked = self._from_thread(self._approval_asked)
-        self.host.approvals.on_asked = lambda task_id, request: asked(
-            approval_row(task_id, request)
-        )
-        settled = self._from_thread(self._broadcast_settled)
-        self.host.approvals.on_settled = lambda task, request, allowed: settled(
-            ApprovalSettled(id=request.id, task_id=task, tool=request.tool, allowed=allowed)
-        )
-        self.heartbeat = Heartbeat(
-            reminders,
-            tasks.store,
-            HeartbeatActions(
-                remind=self._from_thread(self._remind),
-                reflect=self.host.after_turn,
-                waiting=lambda records: self._ask_again(),
-                plan=self.host.plan,
-            ),
-            timedelta(minutes=self.settings.tasks.heartbeat_minutes),
-            local_now,
-        )
-        added = self._from_thread(lambda _: self._reminder_added())
-        self.host.on_reminder_added = lambda: added(None)
-        self._background_jobs.append(asyncio.create_task(self.heartbeat.run()))
-
-    def _reminder_added(self) -> None:
-        if self.heartbeat is not None:
-            self.heartbeat.changed()
+    def _cut(self, turn: int, heard: str) -> None:
+        """The user cut off the spoken reply to ``turn``: stop writing it, and let the
+        agent's history keep only what was heard (after the turn, in queue order)."""
+        if self.running is not None and self.running.turn == turn:
+            self.running.cancel.set()
+        self.queue.put_nowait(HeardOnly(turn, heard))
 
     def _task_finished(self, record: object) -> None:
         """A task ended: the master agent is woken to decide what to tell the user."""
@@ -877,226 +756,6 @@ class AssistantService:
         job = QueuedTurn(self._turns, say, event=event)
         self.waiting.append(job)
         self.queue.put_nowait(job)
-
-    def _remind(self, reminder: object) -> None:
-        """A reminder is due: shown to every client, spoken if voice is on, and noted for the
-        agent (no LLM call)."""
-        if not isinstance(reminder, Reminder):
-            return
-        text = reminder.announcement()
-        log.info("%s", text)
-        self._broadcast(
-            ReminderFired(
-                id=reminder.id,
-                text=reminder.text,
-                due_at=reminder.due_at,
-                late=reminder.late_by() is not None,
-                announcement=text,
-            )
-        )
-        self._say_aloud(text)
-        self.queue.put_nowait(Note(ReminderDue(text)))
-
-    def _say_aloud(self, text: str) -> None:
-        """Speak a notice when voice is on and no reply is being spoken (the user may be
-        away from the screen)."""
-        loop = self.voice.loop if self.voice is not None else None
-        if (
-            loop is not None
-            and self.speaking is None
-            and self.settings.voice.speak_replies != "never"
-        ):
-            speech = loop.speak()
-            speech.feed(text)
-            speech.finish()
-
-    def _approval_asked(self, approval: object) -> None:
-        """A task waits for the user to allow a call: every client is asked, and a user
-        away from the screen hears that it waits."""
-        if not isinstance(approval, ApprovalRow):
-            return
-        log.info("task %s asks to run %s", approval.task_id, approval.tool)
-        self._broadcast(ApprovalAsked(approval=approval))
-        self._say_aloud(f"A task needs your permission to run {approval.tool.replace('__', ' ')}.")
-
-    def _broadcast_settled(self, settled: object) -> None:
-        if isinstance(settled, ApprovalSettled):
-            self._broadcast(settled)
-
-    def _ask_again(self) -> None:
-        """At a heartbeat, the questions still unanswered go out again (from the tick's
-        thread), so a window opened since shows them."""
-        asked = self._from_thread(
-            lambda approval: (
-                self._broadcast(ApprovalAsked(approval=approval))
-                if isinstance(approval, ApprovalRow)
-                else None
-            )
-        )
-        for task_id, request in self.host.approvals.pending():
-            asked(approval_row(task_id, request))
-
-    def _task_request(
-        self, client: Client, request: Delegate | CancelTask | ResumeTask | AnswerApproval
-    ) -> None:
-        tasks = self.host.tasks
-        if tasks is None:
-            client.send(Failed(ref=request.ref, text=f"tasks are not available: {self.state_text}"))
-            return
-        try:
-            match request:
-                case Delegate():
-                    record = tasks.delegate(request.goal, requested_by=client.name)
-                case CancelTask():
-                    record = tasks.cancel(request.id)
-                case ResumeTask():
-                    record = tasks.resume(request.id, requested_by=client.name)
-                case AnswerApproval():
-                    record = self._answer(request)
-        except (TaskError, ApprovalError, OSError) as error:
-            client.send(Failed(ref=request.ref, text=one_line(error)))
-            return
-        client.send(TaskAccepted(ref=request.ref, task=task_row(record)))
-
-    async def _plan_request(self, client: Client, request: PlanDay) -> None:
-        """Re-plan the day or break a chunk down, in a worker thread (an LLM call)."""
-        planner = self.host.planner
-        if planner is None:
-            client.send(Failed(ref=request.ref, text=f"no day plan yet: {self.state_text}"))
-            return
-        try:
-            if request.action == "replan":
-                text = await asyncio.to_thread(planner.replan, "the user asked for a new plan")
-            elif request.id is None:
-                raise PlanError("say which plan chunk to break down")
-            else:
-                text = await asyncio.to_thread(planner.break_down, request.id)
-        except (PlanError, *MEMORY_ERRORS) as error:
-            client.send(Failed(ref=request.ref, text=one_line(error)))
-            return
-        log.info("%s: %s", client.name, text)
-        client.send(PlanDone(ref=request.ref, text=text))
-        self._broadcast_stats()
-
-    def _answer(self, request: AnswerApproval) -> TaskRecord:
-        """Allow or refuse a waiting task's call, named by the question's id or the task's."""
-        assert self.host.tasks is not None
-        pending = self.host.approvals.pending()
-        approval = next((a for t, a in pending if request.id in (a.id, t)), None)
-        if approval is None:
-            raise ApprovalError(f"nothing is waiting for an answer under {request.id}")
-        task_id = self.host.approvals.answer(approval.id, request.allow)
-        log.info(
-            "task %s: %s %s", task_id, approval.tool, "allowed" if request.allow else "refused"
-        )
-        record = self.host.tasks.store.get(task_id)
-        if record is None:
-            raise TaskError(f"no task {task_id}")
-        return record
-
-    def _task_rows(self) -> list[TaskRow]:
-        if self.host.tasks is None:
-            return []
-        records = self.host.tasks.store.all()
-        live = [r for r in records if not r.finished]
-        done = [r for r in records if r.finished][:TASKS_SHOWN]
-        return [task_row(r) for r in (*live, *done)]
-
-    # Voice
-
-    def _speak(self, job: QueuedTurn) -> ReplySpeech | None:
-        """The speech a reply goes out as, when voice runs and this reply is to be heard."""
-        loop = self.voice.loop if self.voice is not None else None
-        wanted = self.settings.voice.speak_replies
-        # A turn no one said (a task finished) is spoken whenever voice is on: the user may
-        # be away from the screen.
-        heard = job.timings is not None or job.event is not None
-        if loop is None or wanted == "never" or (wanted == "spoken" and not heard):
-            return None
-        speech = loop.speak(job.timings)
-        self.speaking = (job.turn, speech)
-        return speech
-
-    def _thinking(self, busy: bool) -> None:
-        if self.voice is not None and self.voice.loop is not None:
-            self.voice.loop.thinking(busy)
-
-    def _stop_speaking(self) -> None:
-        if self.voice is not None and self.voice.loop is not None:
-            heard = self.voice.loop.stop_speaking()
-            if heard is not None:
-                self._cut(heard)
-
-    def _cut(self, heard: str) -> None:
-        """The reply being spoken stopped after ``heard``: stop writing it, and let the
-        agent's history keep only what was heard (after the turn, in queue order)."""
-        if self.speaking is None:
-            return
-        turn, _ = self.speaking
-        self.speaking = None
-        if self.running is not None and self.running.turn == turn:
-            self.running.cancel.set()
-        self._broadcast(ReplyCut(turn=turn, heard=heard))
-        self.queue.put_nowait(HeardOnly(turn, heard))
-
-    async def _voice_request(
-        self, client: Client, request: SetVoice | Talk | StopSpeaking | Listen
-    ) -> None:
-        await self._voice_settled.wait()  # a request made while the models load waits for them
-        loop = self.voice.loop if self.voice is not None else None
-        if self.voice is None or loop is None:
-            client.send(
-                Notice(text=f"no voice: {self.voice_status.text or 'starting'}", level="error")
-            )
-            return
-        match request:
-            case SetVoice():
-                loop.set_mode(request.mode)
-                self._set_voice(mode=request.mode)
-            case Talk():
-                if loop.mode != "push_to_talk":
-                    client.send(Notice(text="the talk key works in push-to-talk mode"))
-                    return
-                loop.talk(request.down)
-            case StopSpeaking():
-                self._stop_speaking()
-            case Listen():
-                try:
-                    seconds = self.voice.listen(Path(request.path))
-                except VoiceRequestError as error:
-                    client.send(Notice(text=str(error), level="error"))
-                    return
-                client.send(Notice(text=f"listening to {request.path} ({seconds:.1f} s)"))
-
-    def _voice_event(self, event: object) -> None:
-        match event:
-            case StateChanged():
-                self._set_voice(state=event.state)
-            case LevelChanged():
-                self._set_voice(level_dbfs=event.dbfs)
-            case Heard():
-                said = Say(text=event.transcript.text, confidence=event.transcript.confidence)
-                self._accept("voice", said, self._broadcast, event.timings)
-            case HeardSoFar():
-                # Words heard while the user speaks are read ahead like a typed draft; at a
-                # pause they are likely the turn, and its reply is asked for while the
-                # end-of-turn silence runs out.
-                self._read_draft(event.text, speculate=event.paused)
-            case NotHeard():
-                log.info("not heard: %s", event.reason)
-                self._broadcast(Unheard(reason=event.reason))
-            case BargedIn():
-                log.info("barge-in: playback stopped in %.1f ms", event.stop_ms)
-                self._cut(event.heard)
-            case FirstAudio():
-                stages = event.timings.since_end_of_speech_ms()
-                turn = self.speaking[0] if self.speaking is not None else self._turns
-                log.info("voice turn %d: %s", turn, stages)
-                self._broadcast(VoiceTimings(turn=turn, stages_ms=stages))
-
-    def _set_voice(self, **changes: object) -> None:
-        self.voice_status = self.voice_status.model_copy(update=changes)
-        self._broadcast(self.voice_status)
 
     # Work and lifetime
 
@@ -1237,59 +896,6 @@ class AssistantService:
     def _set_state(self, state: ServiceState, text: str) -> None:
         self.state, self.state_text = state, text
         self._broadcast(Status(state=state, text=text, endpoint=self.host.describe_endpoint()))
-
-
-def _answer(
-    stores: Stores, request: MemoryRequest | GraphRequest
-) -> tuple[Wire, tuple[str, str] | None]:
-    """The answer to a memory request and, for a change, the changed id and what was done."""
-    if isinstance(request, EntityQuery | EntityOpen | FactChange | FactUndo):
-        return _graph_answer(GraphDesk(stores), request)
-    desk = MemoryDesk(stores)
-    done: Changed
-    match request:
-        case MemoryQuery():
-            return desk.query(request), None
-        case MemoryOpen():
-            detail = MemoryDetail(
-                ref=request.ref,
-                evidence=desk.evidence(request.id),
-                changes=desk.changes(request.id),
-            )
-            return detail, None
-        case CoreQuery():
-            return CoreBlocks(ref=request.ref, blocks=desk.core_blocks()), None
-        case CoreEdit():
-            text = desk.set_core(request.label, request.value)
-            return CoreBlocks(ref=request.ref, blocks=desk.core_blocks()), (
-                f"core:{request.label}",
-                text,
-            )
-        case MemoryEdit():
-            done = desk.edit(request)
-        case MemoryDelete():
-            done = desk.delete(request)
-        case MemoryUndo():
-            done = desk.undo(request)
-    return MemoryDone(ref=request.ref, row=done.row, text=done.text), (done.row.id, done.text)
-
-
-def _graph_answer(desk: GraphDesk, request: GraphRequest) -> tuple[Wire, tuple[str, str] | None]:
-    match request:
-        case EntityQuery():
-            return desk.entities(request), None
-        case EntityOpen():
-            return desk.entity(request), None
-        case FactChange():
-            done = desk.change(request)
-        case FactUndo():
-            done = desk.undo(request)
-    return done, (done.fact.id, done.text)
-
-
-def one_line(error: BaseException) -> str:
-    text = " ".join(str(error).split())
-    return text or type(error).__name__
 
 
 def _stamp(path: Path) -> tuple[int, int] | None:

@@ -8,8 +8,8 @@ import json
 import threading
 from collections.abc import Callable
 
-from assistant.service.client import ServiceClient
-from assistant.service.protocol import Update
+from assistant.clients.connection import ServiceClient
+from assistant.protocol import Update
 from assistant.service.server import AssistantService
 
 

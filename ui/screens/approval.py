@@ -15,7 +15,7 @@ from textual.containers import Horizontal, Vertical
 from textual.screen import ModalScreen
 from textual.widgets import Button, Label, Static
 
-from assistant.service.task_wire import AnswerApproval, ApprovalRow, TaskAccepted
+from assistant.protocol.tasks import AnswerApproval, ApprovalRow, TaskAccepted
 from ui.link import LinkError, ServiceLink
 
 

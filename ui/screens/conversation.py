@@ -17,10 +17,12 @@ from textual.screen import Screen
 from textual.timer import Timer
 from textual.widgets import Footer, Header, Input
 
+from assistant.clients.connection import ServiceClient, ServiceError
 from assistant.config import LoadedConfig
-from assistant.llm.runtime import LLMRuntime
-from assistant.service.client import ServiceClient, ServiceError
-from assistant.service.protocol import (
+from assistant.model_paths import ProfileModels
+from assistant.protocol import Update
+from assistant.protocol.common import Notice, Wire
+from assistant.protocol.conversation import (
     DRAFT_WORD_ENDS,
     MAX_SAY_CHARS,
     Bye,
@@ -30,8 +32,6 @@ from assistant.service.protocol import (
     HistoryItem,
     Leave,
     Left,
-    NotHeard,
-    Notice,
     Progress,
     ReplyChunk,
     ReplyCut,
@@ -40,18 +40,12 @@ from assistant.service.protocol import (
     Retry,
     Say,
     ServiceState,
-    SetVoice,
     Status,
-    StopSpeaking,
-    Talk,
-    Update,
     UserSaid,
-    Voice,
-    VoiceTimings,
     Welcome,
 )
-from assistant.service.task_wire import ApprovalAsked, ApprovalSettled, ReminderFired
-from assistant.service.wire import Wire
+from assistant.protocol.tasks import ApprovalAsked, ApprovalSettled, ReminderFired
+from assistant.protocol.voice import HeardNothing, SetVoice, StopSpeaking, Talk, Voice, VoiceTimings
 from ui.link import ServiceLink
 from ui.screens.approval import Questions
 from ui.screens.first_run import FirstRunScreen
@@ -145,7 +139,7 @@ class ConversationScreen(Screen[None]):
 
     def on_mount(self) -> None:
         self.title = "Brain OS"
-        self.sub_title = LLMRuntime(self.loaded.settings).describe()
+        self.sub_title = ProfileModels(self.loaded.settings).describe_llm()
         self.query_one(Input).focus()
         self.link.stats_changed.subscribe(self, self.query_one(MemoryStatus).show)
         self.attach()
@@ -231,7 +225,7 @@ class ConversationScreen(Screen[None]):
             case VoiceTimings():
                 if view := self.replies.get(update.turn) or chat.reply(update.turn):
                     view.show_timings(update.stages_ms)
-            case NotHeard():
+            case HeardNothing():
                 chat.add("aside", f"🎤 not heard: {update.reason}")
             case ReminderFired():
                 chat.add("aside", f"⏰ {update.announcement}")

@@ -11,7 +11,7 @@ from textual.containers import VerticalScroll
 from textual.screen import Screen
 from textual.widgets import Footer, Header, Label, TextArea
 
-from assistant.service.memory_wire import CoreBlock, CoreBlocks, CoreEdit, CoreQuery
+from assistant.protocol.memory import CoreBlock, CoreBlocks, CoreEdit, CoreQuery
 from ui.link import LinkError, ServiceLink
 
 

@@ -12,8 +12,8 @@ from textual.binding import Binding, BindingType
 from textual.screen import Screen
 from textual.widgets import DataTable, Footer, Header, Input, Label
 
-from assistant.service.graph_wire import EntityPage, EntityQuery, EntityRow
-from assistant.service.memory_wire import MemoryChangedByUser
+from assistant.protocol.graph import EntityPage, EntityQuery, EntityRow
+from assistant.protocol.memory import MemoryChangedByUser
 from ui.link import LinkError, ServiceLink
 from ui.paging import TypingPause, page_after
 from ui.screens.entity import EntityScreen

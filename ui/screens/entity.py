@@ -19,7 +19,7 @@ from textual.containers import Horizontal, VerticalScroll
 from textual.screen import Screen
 from textual.widgets import DataTable, Footer, Header, Input, Label
 
-from assistant.service.graph_wire import (
+from assistant.protocol.graph import (
     EntityDetail,
     EntityOpen,
     FactChange,
@@ -27,7 +27,7 @@ from assistant.service.graph_wire import (
     FactRow,
     FactUndo,
 )
-from assistant.service.memory_wire import ChangeRow, MemoryChangedByUser
+from assistant.protocol.memory import ChangeRow, MemoryChangedByUser
 from ui.link import LinkError, ServiceLink
 from ui.screens.memory_detail import MemoryDetailScreen, change_cells
 from ui.widgets.memory_table import when

@@ -16,7 +16,7 @@ from textual.binding import Binding, BindingType
 from textual.screen import Screen
 from textual.widgets import Checkbox, DataTable, Footer, Header, Input, Label, Select
 
-from assistant.service.memory_wire import (
+from assistant.protocol.memory import (
     Kind,
     MemoryChangedByUser,
     MemoryDelete,

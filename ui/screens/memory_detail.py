@@ -13,7 +13,7 @@ from textual.containers import Horizontal, VerticalScroll
 from textual.screen import Screen
 from textual.widgets import Checkbox, DataTable, Footer, Header, Input, Label, TextArea, Tree
 
-from assistant.service.memory_wire import (
+from assistant.protocol.memory import (
     ChangeRow,
     Evidence,
     MemoryDelete,

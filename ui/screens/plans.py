@@ -10,7 +10,7 @@ from typing import ClassVar
 from textual import work
 from textual.binding import Binding, BindingType
 
-from assistant.service.task_wire import PlanDay, PlanDone
+from assistant.protocol.tasks import PlanDay, PlanDone
 from ui.link import LinkError, ServiceLink
 from ui.screens.memory import MemoryScreen
 from ui.widgets.memory_table import MemoryTable

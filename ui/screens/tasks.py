@@ -16,8 +16,16 @@ from textual.containers import VerticalScroll
 from textual.screen import Screen
 from textual.widgets import DataTable, Footer, Header, Input, Label, Static
 
-from assistant.service.protocol import Cancel, GetTasks, Tasks
-from assistant.service.task_wire import CancelTask, Delegate, ResumeTask, TaskAccepted, TaskRow
+from assistant.protocol.conversation import Cancel
+from assistant.protocol.tasks import (
+    CancelTask,
+    Delegate,
+    GetTasks,
+    ResumeTask,
+    TaskAccepted,
+    TaskRow,
+    Tasks,
+)
 from ui.link import LinkError, ServiceLink
 from ui.screens.approval import Questions
 

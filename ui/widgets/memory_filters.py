@@ -9,7 +9,7 @@ from textual.app import ComposeResult
 from textual.containers import Horizontal
 from textual.widgets import Checkbox, Input, Select
 
-from assistant.service.memory_wire import KINDS, Kind
+from assistant.protocol.memory import KINDS, Kind
 
 SOURCES = ("user", "assistant", "tool", "import")
 PERIODS: dict[str, timedelta] = {

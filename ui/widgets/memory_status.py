@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from textual.widgets import Label
 
-from assistant.service.memory_wire import MemoryStats
+from assistant.protocol.memory import MemoryStats
 
 
 class MemoryStatus(Label):

@@ -8,7 +8,7 @@ from rich.text import Text
 from textual.widgets import DataTable
 from textual.widgets.data_table import ColumnKey
 
-from assistant.service.memory_wire import MemoryRow
+from assistant.protocol.memory import MemoryRow
 
 COLUMNS = (
     ("kind", "Kind", 11),

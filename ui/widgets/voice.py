@@ -9,7 +9,7 @@ from textual.reactive import reactive
 from textual.widget import Widget
 from textual.widgets import Label
 
-from assistant.service.protocol import Voice, VoiceState
+from assistant.protocol.voice import Voice, VoiceState
 
 # The meter's range: quieter than FLOOR shows as empty (room noise), 0 dBFS is full scale.
 FLOOR_DBFS = -60.0

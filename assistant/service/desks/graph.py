@@ -6,8 +6,10 @@ Blocking (LanceDB, the embedder): the service calls it from worker threads.
 
 from __future__ import annotations
 
+from typing import get_args
+
 from assistant.agent.tools import Stores
-from assistant.service.graph_wire import (
+from assistant.protocol.graph import (
     EntityDetail,
     EntityOpen,
     EntityPage,
@@ -17,13 +19,34 @@ from assistant.service.graph_wire import (
     FactDone,
     FactRow,
     FactUndo,
+    GraphRequest,
     PassageRow,
 )
-from assistant.service.memory_desk import change_row, quote, row_of
+from assistant.service.desks.common import InWorker, Reply, change_row, quote, row_of
+from assistant.service.requests import Requests
 from memory.archival import ArchivalStore
 from memory.graph.edit import FactEditError, FactEditor
 from memory.graph.store import Entity, GraphStore, Triplet
 from memory.stream import MemoryStream
+
+
+def register(requests: Requests, in_worker: InWorker) -> None:
+    for kind in get_args(GraphRequest):
+        requests.add(kind, in_worker(answer))
+
+
+def answer(stores: Stores, request: GraphRequest) -> Reply:
+    desk = GraphDesk(stores)
+    match request:
+        case EntityQuery():
+            return desk.entities(request), None
+        case EntityOpen():
+            return desk.entity(request), None
+        case FactChange():
+            done = desk.change(request)
+        case FactUndo():
+            done = desk.undo(request)
+    return done, (done.fact.id, done.text)
 
 
 class GraphDesk:

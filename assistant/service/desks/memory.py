@@ -8,27 +8,33 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass
+from typing import get_args
 
 from assistant.agent.core_memory import CoreMemory
 from assistant.agent.tools import Stores
-from assistant.service.memory_wire import (
+from assistant.protocol.memory import (
     ChangeRow,
     CoreBlock,
+    CoreBlocks,
+    CoreEdit,
+    CoreQuery,
     Evidence,
     MemoryDelete,
+    MemoryDetail,
+    MemoryDone,
     MemoryEdit,
+    MemoryOpen,
     MemoryPage,
     MemoryQuery,
+    MemoryRequest,
     MemoryRow,
     MemoryStats,
     MemoryUndo,
 )
-from memory.history import Change
+from assistant.service.desks.common import InWorker, Reply, change_row, evidence_of, quote, row_of
+from assistant.service.requests import Requests
 from memory.records import MemoryRecord
-from memory.stream import EvidenceNode, Filters, MemoryRequestError, MemoryStream
-
-# How much of a memory's text a change description quotes.
-QUOTED_CHARS = 120
+from memory.stream import Filters, MemoryRequestError, MemoryStream
 
 
 @dataclass(frozen=True)
@@ -38,6 +44,41 @@ class Changed:
 
     row: MemoryRow
     text: str
+
+
+def register(requests: Requests, in_worker: InWorker) -> None:
+    for kind in get_args(MemoryRequest):
+        requests.add(kind, in_worker(answer))
+
+
+def answer(stores: Stores, request: MemoryRequest) -> Reply:
+    desk = MemoryDesk(stores)
+    done: Changed
+    match request:
+        case MemoryQuery():
+            return desk.query(request), None
+        case MemoryOpen():
+            detail = MemoryDetail(
+                ref=request.ref,
+                evidence=desk.evidence(request.id),
+                changes=desk.changes(request.id),
+            )
+            return detail, None
+        case CoreQuery():
+            return CoreBlocks(ref=request.ref, blocks=desk.core_blocks()), None
+        case CoreEdit():
+            text = desk.set_core(request.label, request.value)
+            return CoreBlocks(ref=request.ref, blocks=desk.core_blocks()), (
+                f"core:{request.label}",
+                text,
+            )
+        case MemoryEdit():
+            done = desk.edit(request)
+        case MemoryDelete():
+            done = desk.delete(request)
+        case MemoryUndo():
+            done = desk.undo(request)
+    return MemoryDone(ref=request.ref, row=done.row, text=done.text), (done.row.id, done.text)
 
 
 class MemoryDesk:
@@ -146,39 +187,6 @@ class MemoryDesk:
         return record
 
 
-def row_of(record: MemoryRecord, score: float | None = None) -> MemoryRow:
-    return MemoryRow(
-        id=record.id,
-        kind=record.kind,
-        text=record.text,
-        created_at=record.created_at,
-        last_accessed_at=record.last_accessed_at,
-        event_time=record.event_time,
-        importance=record.importance,
-        importance_state=record.importance_state,
-        sources=list(record.sources),
-        pinned=record.pinned,
-        deleted=record.deleted,
-        evidence=list(record.evidence),
-        score=score,
-    )
-
-
-def evidence_of(node: EvidenceNode) -> Evidence:
-    return Evidence(row=row_of(node.record), cites=[evidence_of(c) for c in node.children])
-
-
-def change_row(change: Change) -> ChangeRow:
-    return ChangeRow(
-        id=change.id,
-        action=change.action,
-        at=change.at,
-        before=change.before,
-        after=change.after,
-        undone=change.undone,
-    )
-
-
 def describe_edit(before: MemoryRecord, after: MemoryRecord) -> str:
     parts = []
     if before.text != after.text:
@@ -189,8 +197,3 @@ def describe_edit(before: MemoryRecord, after: MemoryRecord) -> str:
         parts.append("pinned it" if after.pinned else "unpinned it")
     subject = "" if before.text != after.text else f" {quote(after.text)}"
     return f"edited the memory{subject}: {'; '.join(parts)}"
-
-
-def quote(text: str) -> str:
-    shown = text if len(text) <= QUOTED_CHARS else text[: QUOTED_CHARS - 1] + "…"
-    return f'"{shown}"'

@@ -1,20 +1,28 @@
-"""The protocol's task messages: delegated tasks as clients show them, and the requests that
-start, cancel or resume one or make the heartbeat tick. Each request carries the client's
-``ref``; the answer (``TaskAccepted``, or ``Failed``) echoes it and goes to that client alone.
-Fired reminders and the questions of tasks waiting for the user's permission go to every
-client.
+"""The protocol's task messages: what the service is doing and delegated tasks as clients
+show them, and the requests that start, cancel or resume one, plan the day or make the
+heartbeat tick. Each request that carries the client's ``ref`` has its answer
+(``TaskAccepted``, ``PlanDone``, or ``Failed``) echo it, to that client alone. Fired reminders
+and the questions of tasks waiting for the user's permission go to every client.
 """
 
 from __future__ import annotations
 
-import json
 from datetime import datetime
 from typing import Literal
 
-from assistant.service.wire import UserText, Wire
-from assistant.tasks.records import ApprovalRequest, SubGoalStatus, TaskRecord, TaskStatus
+from assistant.protocol.common import Answer, ClientText, Wire
+
+# The task records' own (assistant/tasks/records.py), written out here so that a client does
+# not import the memory package (numpy and pyarrow) to speak the protocol; a test keeps them
+# equal.
+TaskStatus = Literal["queued", "running", "waiting", "done", "failed", "cancelled"]
+SubGoalStatus = Literal["todo", "doing", "done", "dropped"]
 
 # Client to service
+
+
+class GetTasks(Wire):
+    type: Literal["tasks"] = "tasks"
 
 
 class Delegate(Wire):
@@ -22,7 +30,7 @@ class Delegate(Wire):
 
     type: Literal["delegate"] = "delegate"
     ref: str
-    goal: UserText
+    goal: ClientText
 
 
 class CancelTask(Wire):
@@ -62,6 +70,9 @@ class Tick(Wire):
     """Make the heartbeat tick now."""
 
     type: Literal["tick"] = "tick"
+
+
+TaskRequest = GetTasks | Delegate | CancelTask | ResumeTask | AnswerApproval | PlanDay | Tick
 
 
 # Service to client
@@ -108,19 +119,30 @@ class TaskRow(Wire):
     waiting_for: ApprovalRow | None = None
 
 
-class TaskAccepted(Wire):
+class Work(Wire):
+    kind: Literal["reply", "queued", "ratings", "switch"]
+    description: str
+    seconds: float = 0.0
+
+
+class Tasks(Wire):
+    type: Literal["tasks"] = "tasks"
+    work: list[Work]
+    # Delegated tasks, newest first: those running or waiting, then the recent others.
+    tasks: list[TaskRow] = []
+
+
+class TaskAccepted(Answer):
     """The answer to a task request: the task as it now stands."""
 
     type: Literal["task_accepted"] = "task_accepted"
-    ref: str
     task: TaskRow
 
 
-class PlanDone(Wire):
+class PlanDone(Answer):
     """The answer to ``plan_day``: what was done, in words."""
 
     type: Literal["plan_done"] = "plan_done"
-    ref: str
     text: str
 
 
@@ -154,37 +176,5 @@ class ApprovalSettled(Wire):
     allowed: bool | None
 
 
-def approval_row(task_id: str, request: ApprovalRequest) -> ApprovalRow:
-    return ApprovalRow(
-        id=request.id,
-        task_id=task_id,
-        tool=request.tool,
-        arguments=json.dumps(request.arguments, ensure_ascii=False),
-        question=request.question,
-        asked_at=request.asked_at,
-    )
-
-
-def task_row(record: TaskRecord) -> TaskRow:
-    return TaskRow(
-        id=record.id,
-        goal=record.goal,
-        status=record.status,
-        created_at=record.created_at,
-        requested_by=record.requested_by,
-        current_step=record.current_step,
-        plan=[SubGoalRow(goal=g.goal, reason=g.reason, status=g.status) for g in record.plan],
-        steps=[
-            StepRow(number=s.number, tool=s.tool, result=s.result, failed=s.failed)
-            for s in record.steps
-        ],
-        result=record.result,
-        reason=record.reason,
-        resumable=record.resumable,
-        elapsed_s=round(record.elapsed_s(), 1),
-        llm_calls=record.cost.llm_calls,
-        tokens=record.cost.tokens,
-        waiting_for=(
-            approval_row(record.id, record.waiting_for) if record.waiting_for is not None else None
-        ),
-    )
+TaskAnswer = TaskAccepted | PlanDone
+TaskUpdate = TaskAnswer | Tasks | ReminderFired | ApprovalAsked | ApprovalSettled

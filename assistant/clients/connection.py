@@ -14,21 +14,10 @@ from pathlib import Path
 from pydantic import ValidationError
 
 from assistant.config import LoadedConfig, env_name, get_dotted
+from assistant.protocol import Update, decode_update, describe, encode
+from assistant.protocol.common import MAX_LINE_BYTES, Notice, ProtocolError, Wire
+from assistant.protocol.conversation import Hello, Leave, Left, Welcome
 from assistant.service.paths import socket_path
-from assistant.service.protocol import (
-    MAX_LINE_BYTES,
-    Hello,
-    Leave,
-    Left,
-    Notice,
-    ProtocolError,
-    Update,
-    Welcome,
-    decode_update,
-    describe,
-    encode,
-)
-from assistant.service.wire import Wire
 from assistant.settings import default_config_file
 
 # A fresh service listens before it loads anything, so this only covers Python starting.

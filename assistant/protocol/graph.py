@@ -1,5 +1,5 @@
 """The protocol's knowledge-graph messages: the memory screen's entity view asks for entities
-and their facts, and corrects, retires or reinstates a fact. As with memory_wire.py, each
+and their facts, and corrects, retires or reinstates a fact. As with memory.py, each
 request carries the client's ``ref`` and its answer (or ``Failed``) echoes it; a change also
 goes to every client as ``MemoryChangedByUser``, and to the agent before its next turn.
 """
@@ -11,8 +11,8 @@ from typing import Literal
 
 from pydantic import Field
 
-from assistant.service.memory_wire import ChangeRow, MemoryRow
-from assistant.service.wire import UserText, Wire
+from assistant.protocol.common import Answer, ClientText, Wire
+from assistant.protocol.memory import ChangeRow, MemoryRow
 
 # The most entities one page may ask for.
 MAX_ENTITY_PAGE = 500
@@ -28,7 +28,7 @@ class EntityQuery(Wire):
 
     type: Literal["entity_query"] = "entity_query"
     ref: str
-    query: UserText = ""
+    query: ClientText = ""
     page: int = Field(1, ge=1)
     page_size: int = Field(50, ge=1, le=MAX_ENTITY_PAGE)
 
@@ -47,15 +47,18 @@ class FactChange(Wire):
     ref: str
     id: str
     action: FactAction
-    subject: UserText | None = None
-    relation: UserText | None = None
-    object: UserText | None = None
+    subject: ClientText | None = None
+    relation: ClientText | None = None
+    object: ClientText | None = None
 
 
 class FactUndo(Wire):
     type: Literal["fact_undo"] = "fact_undo"
     ref: str
     change_id: str
+
+
+GraphRequest = EntityQuery | EntityOpen | FactChange | FactUndo
 
 
 # Service to client
@@ -69,9 +72,8 @@ class EntityRow(Wire):
     past: int  # facts that held once
 
 
-class EntityPage(Wire):
+class EntityPage(Answer):
     type: Literal["entity_page"] = "entity_page"
-    ref: str
     rows: list[EntityRow]
     total: int
     page: int
@@ -105,9 +107,8 @@ class FactRow(Wire):
     passages: list[PassageRow] = []
 
 
-class EntityDetail(Wire):
+class EntityDetail(Answer):
     type: Literal["entity_detail"] = "entity_detail"
-    ref: str
     entity: EntityRow
     # Current facts first, then past ones, newest first in each.
     facts: list[FactRow]
@@ -115,11 +116,10 @@ class EntityDetail(Wire):
     changes: list[ChangeRow]
 
 
-class FactDone(Wire):
+class FactDone(Answer):
     type: Literal["fact_done"] = "fact_done"
-    ref: str
     fact: FactRow
     text: str
 
 
-GraphRequest = EntityQuery | EntityOpen | FactChange | FactUndo
+GraphAnswer = EntityPage | EntityDetail | FactDone

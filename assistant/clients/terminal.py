@@ -11,19 +11,17 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TextIO
 
+from assistant.clients.connection import ServiceClient, ServiceError, ServiceNotRunning
 from assistant.config import LoadedConfig
-from assistant.service.client import ServiceClient, ServiceError, ServiceNotRunning
-from assistant.service.paths import OwnerLock
-from assistant.service.protocol import (
+from assistant.protocol import Update
+from assistant.protocol.common import Notice
+from assistant.protocol.conversation import (
     MAX_SAY_CHARS,
     Bye,
     Cancel,
     History,
     HistoryItem,
     Left,
-    Listen,
-    NotHeard,
-    Notice,
     Progress,
     ReplyChunk,
     ReplyEnd,
@@ -31,11 +29,10 @@ from assistant.service.protocol import (
     Say,
     Status,
     Stop,
-    Update,
     UserSaid,
-    Voice,
-    VoiceTimings,
 )
+from assistant.protocol.voice import HeardNothing, Listen, Voice, VoiceTimings
+from assistant.service.paths import OwnerLock
 
 EXIT_FAILURE = 1
 # How long `brain listen` waits for a written reply to be spoken before it leaves.
@@ -136,7 +133,7 @@ async def _one_turn(
                         break
                 elif isinstance(update, Status) and update.state != "ready":
                     tell(err, update.text)
-                elif isinstance(update, NotHeard) and turn is None and spoken:
+                elif isinstance(update, HeardNothing) and turn is None and spoken:
                     tell(err, f"not heard: {update.reason}")
                     break
                 elif isinstance(update, ReplyChunk) and update.turn == turn:

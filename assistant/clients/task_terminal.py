@@ -12,19 +12,20 @@ import sys
 import uuid
 from typing import TextIO
 
+from assistant.clients.connection import ServiceClient, ServiceError, ServiceNotRunning
+from assistant.clients.terminal import EXIT_FAILURE, tell
 from assistant.config import LoadedConfig
-from assistant.service.client import ServiceClient, ServiceError, ServiceNotRunning
-from assistant.service.memory_wire import Failed
-from assistant.service.protocol import GetTasks, Tasks
-from assistant.service.task_wire import (
+from assistant.protocol.common import Failed
+from assistant.protocol.tasks import (
     AnswerApproval,
     CancelTask,
     Delegate,
+    GetTasks,
     TaskAccepted,
     TaskRow,
-    task_row,
+    Tasks,
 )
-from assistant.service.terminal import EXIT_FAILURE, tell
+from assistant.service.desks.task_rows import task_row
 from assistant.tasks.store import TaskStore
 
 FOLLOW_POLL_S = 1.0

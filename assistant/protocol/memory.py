@@ -6,15 +6,17 @@ goes to that client alone. A change also goes to every client as ``MemoryChanged
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Literal
+from typing import Literal, get_args
 
 from pydantic import Field
 
-from assistant.service.wire import UserText, Wire
-from memory.records import KINDS, Kind, SortKey
+from assistant.protocol.common import Answer, ClientText, Wire
 
-# Clients take these from here, not from the memory package.
-__all__ = ["KINDS", "Kind", "SortKey"]
+# The memory package's own (memory/records.py), written out here so that a client does not
+# import the memory package (numpy and pyarrow) to speak the protocol; a test keeps them equal.
+Kind = Literal["observation", "reflection", "plan", "fact", "summary"]
+KINDS: tuple[Kind, ...] = get_args(Kind)
+SortKey = Literal["created_at", "last_accessed_at", "importance", "utility", "event_time"]
 
 # The most rows one page may ask for (a screenful is about 40).
 MAX_PAGE_SIZE = 500
@@ -29,7 +31,7 @@ class MemoryQuery(Wire):
 
     type: Literal["memory_query"] = "memory_query"
     ref: str
-    query: UserText = ""
+    query: ClientText = ""
     kinds: list[Kind] | None = None
     sources: list[str] | None = None
     pinned: bool | None = None
@@ -57,7 +59,7 @@ class MemoryEdit(Wire):
     type: Literal["memory_edit"] = "memory_edit"
     ref: str
     id: str
-    text: UserText | None = None
+    text: ClientText | None = None
     importance: int | None = Field(None, ge=1, le=10)
     pinned: bool | None = None
 
@@ -92,7 +94,12 @@ class CoreEdit(Wire):
     type: Literal["core_edit"] = "core_edit"
     ref: str
     label: str
-    value: UserText
+    value: ClientText
+
+
+MemoryRequest = (
+    MemoryQuery | MemoryOpen | MemoryEdit | MemoryDelete | MemoryUndo | CoreQuery | CoreEdit
+)
 
 
 # Service to client
@@ -116,9 +123,8 @@ class MemoryRow(Wire):
     score: float | None = None
 
 
-class MemoryPage(Wire):
+class MemoryPage(Answer):
     type: Literal["memory_page"] = "memory_page"
-    ref: str
     rows: list[MemoryRow]
     total: int
     page: int
@@ -143,18 +149,16 @@ class ChangeRow(Wire):
     undone: bool
 
 
-class MemoryDetail(Wire):
+class MemoryDetail(Answer):
     type: Literal["memory_detail"] = "memory_detail"
-    ref: str
     evidence: Evidence
     changes: list[ChangeRow]
 
 
-class MemoryDone(Wire):
+class MemoryDone(Answer):
     """A change was made: the memory as it is now, and what was done, in words."""
 
     type: Literal["memory_done"] = "memory_done"
-    ref: str
     row: MemoryRow
     text: str
 
@@ -174,9 +178,8 @@ class CoreBlock(Wire):
     limit: int
 
 
-class CoreBlocks(Wire):
+class CoreBlocks(Answer):
     type: Literal["core_blocks"] = "core_blocks"
-    ref: str
     blocks: list[CoreBlock]
 
 
@@ -189,14 +192,5 @@ class MemoryStats(Wire):
     reflecting: bool = False
 
 
-class Failed(Wire):
-    """A request with a ``ref`` could not be carried out; ``text`` says why in one line."""
-
-    type: Literal["failed"] = "failed"
-    ref: str
-    text: str
-
-
-MemoryRequest = (
-    MemoryQuery | MemoryOpen | MemoryEdit | MemoryDelete | MemoryUndo | CoreQuery | CoreEdit
-)
+MemoryAnswer = MemoryPage | MemoryDetail | MemoryDone | CoreBlocks
+MemoryUpdate = MemoryAnswer | MemoryChangedByUser | MemoryStats
