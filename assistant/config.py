@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import argparse
 import difflib
+import hashlib
 import os
 import tomllib
 from collections.abc import Iterator, Mapping
@@ -268,3 +269,41 @@ def render(loaded: LoadedConfig) -> list[tuple[str, str, str]]:
     for key, value, source in loaded.items():
         rows.append((key, _shown(key, value), source))
     return rows
+
+
+def settings_seen(settings: Settings) -> dict[str, str]:
+    """Every setting as text, for comparing a command's settings with a running service's;
+    a secret is a digest, so it can be compared but never read back."""
+    seen = {}
+    for info in setting_infos():
+        value = get_dotted(settings, info.key)
+        text = "" if value is None else str(value)
+        if info.key in SECRET_KEYS and text:
+            text = "sha256:" + hashlib.sha256(text.encode()).hexdigest()[:16]
+        seen[info.key] = text
+    return seen
+
+
+def other_settings(loaded: LoadedConfig, running: Mapping[str, str]) -> str | None:
+    """One line when the running service does not use settings this command was given (a
+    command attaches to the service of its data folder, whatever its flags say), else None."""
+    mine = settings_seen(loaded.settings)
+    differing = [
+        key
+        for key, source in loaded.sources.items()
+        if source != "default" and key in running and running[key] != mine.get(key)
+    ]
+    if not differing:
+        return None
+    shown = ", ".join(
+        f"{key} ({'another key' if key in SECRET_KEYS else _as_running(running[key])} there)"
+        for key in sorted(differing)
+    )
+    return (
+        f"the running service uses other settings: {shown}; `brain stop` and run again to "
+        "apply yours, or give --data-dir another folder for a service of its own"
+    )
+
+
+def _as_running(text: str) -> str:
+    return text if text else "unset"

@@ -125,6 +125,27 @@ async def test_last_client_leaving_stops_the_service_unless_background(
     await again.close()
 
 
+async def test_a_command_with_other_settings_is_told_the_service_runs_with_its_own(
+    loaded_for: Callable[..., LoadedConfig], start_service: Callable[..., InProcess]
+) -> None:
+    running = {"llm.base_url": "http://127.0.0.1:9/v1", "llm.api_key": "first"}
+    loaded = loaded_for(**running)
+    service = start_service(loaded)
+    same = await ServiceClient.connect(loaded, "tui", start=False)
+    assert same.other_settings is None
+    other = loaded_for(**{"llm.base_url": "http://127.0.0.1:8/v1", "llm.api_key": "second"})
+    client = await ServiceClient.connect(other, "ask", start=False)
+    note = client.other_settings
+    assert note is not None and "\n" not in note
+    assert "llm.base_url (http://127.0.0.1:9/v1 there)" in note
+    assert "llm.api_key (another key there)" in note and "first" not in note
+    assert "`brain stop`" in note
+    await wait_for(lambda: gc.get_freeze_count() > 0, 30)  # started: its memory is open
+    await client.leave()
+    await same.leave()
+    assert service.stopped()
+
+
 async def test_pending_turn_keeps_the_service_up_until_it_is_answered(
     loaded_for: Callable[..., LoadedConfig], start_service: Callable[..., InProcess]
 ) -> None:

@@ -13,7 +13,7 @@ from pathlib import Path
 
 from pydantic import ValidationError
 
-from assistant.config import LoadedConfig, env_name, get_dotted
+from assistant.config import LoadedConfig, env_name, get_dotted, other_settings
 from assistant.protocol import Update, decode_update, describe, encode
 from assistant.protocol.common import MAX_LINE_BYTES, Notice, ProtocolError, Wire
 from assistant.protocol.conversation import Hello, Leave, Left, Welcome
@@ -40,10 +40,18 @@ class ServiceClient:
         self.reader = reader
         self.writer = writer
         self.welcome = welcome
+        # One line when the service runs with settings other than the ones this client loaded.
+        self.other_settings: str | None = None
 
     @classmethod
     async def connect(cls, loaded: LoadedConfig, name: str, *, start: bool = True) -> ServiceClient:
         """Attach as ``name``; if no service runs and ``start`` is set, start one first."""
+        client = await cls._attach_or_start(loaded, name, start)
+        client.other_settings = other_settings(loaded, client.welcome.settings)
+        return client
+
+    @classmethod
+    async def _attach_or_start(cls, loaded: LoadedConfig, name: str, start: bool) -> ServiceClient:
         path = socket_path(loaded.settings)
         try:
             return await cls._attach(path, name)

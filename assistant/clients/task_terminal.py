@@ -13,7 +13,7 @@ import uuid
 from typing import TextIO
 
 from assistant.clients.connection import ServiceClient, ServiceError, ServiceNotRunning
-from assistant.clients.terminal import EXIT_FAILURE, tell
+from assistant.clients.terminal import EXIT_FAILURE, attach, tell
 from assistant.config import LoadedConfig
 from assistant.protocol.common import Failed
 from assistant.protocol.tasks import (
@@ -183,10 +183,8 @@ async def delegate(
     if not goal.strip():
         tell(err, "nothing to delegate")
         return EXIT_FAILURE
-    try:
-        client = await ServiceClient.connect(loaded, "ask")
-    except ServiceError as error:
-        tell(err, str(error))
+    client = await attach(loaded, "ask", err)
+    if client is None:
         return EXIT_FAILURE
     ref = uuid.uuid4().hex
     try:

@@ -47,6 +47,18 @@ def tell(err: TextIO, text: str) -> None:
     print(f"brain: {text}", file=err, flush=True)
 
 
+async def attach(loaded: LoadedConfig, name: str, err: TextIO) -> ServiceClient | None:
+    """Attach (starting the service if needed) to work through it; None after saying why not."""
+    try:
+        client = await ServiceClient.connect(loaded, name)
+    except ServiceError as error:
+        tell(err, str(error))
+        return None
+    if client.other_settings is not None:
+        tell(err, client.other_settings)
+    return client
+
+
 def _said_goodbye(left: Left | None, err: TextIO) -> None:
     if left is not None and left.stays:
         tell(err, f"the service keeps running ({left.reason}); `brain stop` stops it")
@@ -108,10 +120,8 @@ async def _one_turn(
 ) -> int:
     """Send ``request``, follow the turn ``mine`` recognises to its reply's end (for a spoken
     turn, until the reply has been spoken), leave."""
-    try:
-        client = await ServiceClient.connect(loaded, name)
-    except ServiceError as error:
-        tell(err, str(error))
+    client = await attach(loaded, name, err)
+    if client is None:
         return EXIT_FAILURE
     code = EXIT_FAILURE
     spoken = isinstance(request, Listen)
@@ -235,10 +245,8 @@ class ChatPrinter:
 async def chat(loaded: LoadedConfig, out: TextIO = sys.stdout, err: TextIO = sys.stderr) -> int:
     """A plain REPL on the shared conversation: type a line, read the streamed reply.
     Ctrl+C stops a reply being written; Ctrl+D (or Ctrl+C at the prompt) leaves."""
-    try:
-        client = await ServiceClient.connect(loaded, "chat")
-    except ServiceError as error:
-        tell(err, str(error))
+    client = await attach(loaded, "chat", err)
+    if client is None:
         return EXIT_FAILURE
     welcome = client.welcome
     out.write(f"Brain OS: {welcome.text}. Ctrl+C stops a reply, Ctrl+D leaves.\n")

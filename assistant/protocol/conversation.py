@@ -95,6 +95,9 @@ class Welcome(Wire):
     voice: Voice = Voice(state="off")
     # None until the memory has opened.
     memory: MemoryStats | None = None
+    # Every setting as the service runs with it (secrets as digests): a command given other
+    # ones says so instead of silently using the service's.
+    settings: dict[str, str] = {}
 
 
 class History(Wire):

@@ -32,7 +32,7 @@ from assistant.agent.events import (
     UserUtterance,
 )
 from assistant.agent.tools import Stores
-from assistant.config import ConfigError, LoadedConfig
+from assistant.config import ConfigError, LoadedConfig, settings_seen
 from assistant.garbage import settle_garbage, unsettle_garbage
 from assistant.llm.server import ServerState, ServerStatus
 from assistant.protocol import decode_request, describe, encode
@@ -453,6 +453,7 @@ class AssistantService:
             history=self._history(),
             voice=self.voice.status,
             memory=self._stats(),
+            settings=settings_seen(self.settings),
         )
 
     def _history(self) -> list[HistoryItem]:

@@ -156,6 +156,8 @@ class ConversationScreen(Screen[None]):
             return
         self.client = self.link.client = client
         self._welcome(client.welcome)
+        if client.other_settings is not None:
+            self.notify(client.other_settings, severity="warning", timeout=20)
         reason = "the service closed the connection"
         try:
             async for update in client.updates():
