@@ -12,7 +12,7 @@ from typing import Any
 from assistant.agent.agent import Agent, AgentConfig, instructions
 from assistant.agent.context import ContextConfig, ContextWindow
 from assistant.agent.tools import Stores
-from assistant.llm.client import StreamDelta, TextDelta, ToolCallDelta
+from assistant.llm.messages import StreamDelta, TextDelta, ToolCallDelta
 
 Messages = Sequence[dict[str, str]]
 StreamReply = str | Exception | Callable[[Messages], str]

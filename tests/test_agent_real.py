@@ -13,7 +13,8 @@ from assistant.agent.context import ContextConfig, ContextWindow, is_summary_not
 from assistant.agent.events import UserText
 from assistant.agent.session import open_stores
 from assistant.agent.tools import Search, Stores, by_name
-from assistant.llm.client import LLMClient, Message
+from assistant.llm.client import LLMClient
+from assistant.llm.messages import Message
 from memory.embedder import OnnxSentenceEmbedder
 from tests.agent_helpers import say
 

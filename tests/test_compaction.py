@@ -22,13 +22,8 @@ from assistant.agent.context_store import load_context, save_context
 from assistant.agent.events import UserText
 from assistant.agent.session import CONTEXT_FILE, open_agent, open_stores
 from assistant.agent.tools import Stores
-from assistant.llm.client import (
-    JsonSchema,
-    LLMClient,
-    LLMContextOverflow,
-    LLMReplyError,
-    Message,
-)
+from assistant.llm.client import LLMClient, LLMContextOverflow, LLMReplyError
+from assistant.llm.messages import JsonSchema, Message
 from assistant.llm.priority import BackgroundLLM, ForegroundGate
 from assistant.settings import Settings
 from memory.embedder import OnnxSentenceEmbedder

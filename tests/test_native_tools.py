@@ -13,19 +13,14 @@ from typing import Any
 import pytest
 
 from assistant.agent.actions import ActionError, parse_call
-from assistant.agent.agent import FALLBACK_MESSAGE, Agent, AgentConfig, AgentLLM, instructions
+from assistant.agent.agent import FALLBACK_MESSAGE, Agent, AgentConfig, instructions
 from assistant.agent.context import ContextConfig, ContextWindow
 from assistant.agent.events import UserText
 from assistant.agent.streaming import ReplyStream
 from assistant.agent.tools import TOOLS, Stores, by_name, native_tools
-from assistant.llm.client import (
-    Endpoint,
-    LLMClient,
-    LLMContextOverflow,
-    LLMUnavailable,
-    TextDelta,
-    ToolCallDelta,
-)
+from assistant.llm.client import Endpoint, LLMClient, LLMContextOverflow, LLMUnavailable
+from assistant.llm.messages import TextDelta, ToolCallDelta
+from assistant.llm.protocols import AgentLLM
 from tests.agent_helpers import ScriptedTools, action, call, say
 from tests.helpers.fake_openai import Script, scripted_endpoint
 

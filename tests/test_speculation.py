@@ -13,7 +13,8 @@ import pytest
 from assistant.agent.events import UserUtterance
 from assistant.agent.speculation import Request, Speculation
 from assistant.agent.tools import Stores
-from assistant.llm.client import LLMClient, LLMUnavailable, StreamDelta, TextDelta
+from assistant.llm.client import LLMClient, LLMUnavailable
+from assistant.llm.messages import StreamDelta, TextDelta
 from tests.agent_helpers import ScriptedStream, agent_on, say, turn_under_way
 
 QUESTION = "Where does my sister Beatrix live?"

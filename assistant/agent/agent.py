@@ -18,7 +18,7 @@ import threading
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Protocol, runtime_checkable
+from typing import Any
 
 from assistant.agent.actions import Action, ActionError
 from assistant.agent.compaction import SUMMARY_WORDS, CompactionStart, Compactor, summarise
@@ -50,16 +50,10 @@ from assistant.agent.tools import (
     native_tools,
 )
 from assistant.llm.cancellable import cancellable
-from assistant.llm.client import (
-    LLMContextOverflow,
-    LLMError,
-    LLMUnavailable,
-    Message,
-    StreamDelta,
-    TextDelta,
-    ToolSpec,
-)
+from assistant.llm.client import LLMContextOverflow, LLMError, LLMUnavailable
+from assistant.llm.messages import Message, StreamDelta, TextDelta
 from assistant.llm.priority import ForegroundGate
+from assistant.llm.protocols import AgentLLM, ToolCallingLLM
 from memory.records import MemoryRecord
 from memory.scoring import RetrievalWeights
 from memory.stream import MemoryRequestError
@@ -77,44 +71,6 @@ def _no_stage(stage: str) -> None:
 
 FALLBACK_MESSAGE = "Sorry, I could not put a reply together just now. Please try again."
 INTERRUPTED = " [interrupted]"
-
-
-class AgentLLM(Protocol):
-    def stream(
-        self,
-        messages: Sequence[Message],
-        *,
-        max_tokens: int | None = None,
-        temperature: float | None = None,
-        schema: dict[str, Any] | None = None,
-    ) -> Iterator[str]: ...
-
-    def complete(
-        self,
-        messages: Sequence[Message],
-        *,
-        max_tokens: int | None = None,
-        temperature: float | None = None,
-    ) -> str: ...
-
-
-@runtime_checkable
-class ToolCallingLLM(AgentLLM, Protocol):
-    """An LLM that can also offer the tools as native tool calls (``LLMClient``). Whether it
-    does is ``tool_calling`` ("native" or "json_action"), read every step, so it may change
-    while the agent runs; any other ``AgentLLM`` is driven through the JSON action."""
-
-    @property
-    def tool_calling(self) -> str: ...
-
-    def stream_tools(
-        self,
-        messages: Sequence[Message],
-        tools: Sequence[ToolSpec],
-        *,
-        max_tokens: int | None = None,
-        temperature: float | None = None,
-    ) -> Iterator[StreamDelta]: ...
 
 
 @dataclass(frozen=True)

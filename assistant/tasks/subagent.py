@@ -27,8 +27,9 @@ from pydantic import ValidationError
 
 from assistant.agent.actions import Action, ActionError, read_action
 from assistant.agent.tools import Tool, by_name, describe_tools
-from assistant.llm.client import LLMCancelled, LLMError, LLMUnavailable, Message
-from assistant.llm.priority import CancellableJsonLLM
+from assistant.llm.client import LLMCancelled, LLMError, LLMUnavailable
+from assistant.llm.messages import Message
+from assistant.llm.protocols import CancellableJsonLLM
 from assistant.llm.tokens import counter_of
 from assistant.tasks.mcp_client import McpConnection, McpError, mcp_tools
 from assistant.tasks.plan import (
@@ -386,12 +387,10 @@ class SubAgent:
         messages: list[Message] = [
             {"role": "system", "content": self.system},
             {"role": "user", "content": f"Task: {record.goal}\n\n{self._recall()}"},
-            *(
-                [{"role": "system", "content": "Unavailable: " + "; ".join(self._unreachable)}]
-                if self._unreachable
-                else []
-            ),
         ]
+        if self._unreachable:
+            unavailable = "Unavailable: " + "; ".join(self._unreachable)
+            messages.append({"role": "system", "content": unavailable})
         steps = record.steps
         older, recent = steps[:-FULL_STEPS], steps[-FULL_STEPS:]
         if older:
