@@ -43,7 +43,7 @@ def log(message: str) -> None:
 
 
 def conversation() -> list[Message]:
-    from assistant.agent.agent import instructions
+    from assistant.agent.instructions import instructions
 
     core = (
         "## Core memory\n<persona>\nBrain OS: warm, brief, practical.\n</persona>\n"

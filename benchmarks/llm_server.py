@@ -100,7 +100,7 @@ def log(message: str) -> None:
 
 
 def prompt(repeat: int, summary: str = SUMMARY) -> list[Message]:
-    from assistant.agent.agent import instructions
+    from assistant.agent.instructions import instructions
 
     system = f"[conversation {repeat}]\n{instructions()}\n\n## Core memory\n<human>\nSam\n</human>"
     messages: list[Message] = [

@@ -331,9 +331,9 @@ def least_new_tokens(settings: Any, folder: Path, count: Any, turns: int) -> lis
     """Per turn, the prompt tokens no layout can spare: the memories retrieved for the
     message (as the agent retrieves and shows them) and the message itself, each with its
     chat-template overhead, counted as ``count`` (the model's own counter) counts them."""
-    from assistant.agent.agent import AgentConfig
     from assistant.agent.context import MESSAGE_OVERHEAD_TOKENS
     from assistant.agent.tools import memories_block
+    from assistant.agent.turn import AgentConfig
     from benchmarks.retrieval_scale import real_embedder
     from memory.stream import MemoryStream
 

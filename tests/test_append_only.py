@@ -12,10 +12,12 @@ from typing import Any
 
 import pytest
 
-from assistant.agent.agent import Agent, AgentConfig, Turn, instructions
+from assistant.agent.agent import Agent
 from assistant.agent.context import ContextConfig, ContextWindow
 from assistant.agent.events import Event, HeartbeatTick, MemoryChanged, UserText, UserUtterance
+from assistant.agent.instructions import instructions
 from assistant.agent.tools import MEMORIES_HEAD, Stores
+from assistant.agent.turn import AgentConfig, Turn
 from assistant.llm.client import LLMClient, LLMContextOverflow
 from assistant.llm.messages import Message
 from assistant.llm.protocols import AgentLLM

@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 from textual.widgets import Static
 
-from assistant.agent.agent import ACKNOWLEDGED
+from assistant.agent.turn import ACKNOWLEDGED
 from assistant.config import LoadedConfig
 from assistant.service.client import ServiceClient
 from assistant.service.memory_wire import Failed

@@ -144,14 +144,14 @@ def test_a_pause_while_a_word_is_read_ahead_still_has_its_reply_asked_for(
     model = ScriptedStream(say("In Porto."))
     agent = agent_on(model, stores)
     ranking = threading.Event()
-    rank = agent._rank
+    rank = agent.memories.rank
 
     def slow_rank(*args: object, **kwargs: object) -> object:
         ranking.set()
         time.sleep(0.3)
         return rank(*args, **kwargs)
 
-    monkeypatch.setattr(agent, "_rank", slow_rank)
+    monkeypatch.setattr(agent.memories, "rank", slow_rank)
     word = threading.Thread(target=agent.prepare, args=("Where does my",))
     word.start()
     assert ranking.wait(5)
