@@ -386,7 +386,7 @@ class SubAgent:
         record = self.record
         messages: list[Message] = [
             {"role": "system", "content": self.system},
-            {"role": "user", "content": f"Task: {record.goal}\n\n{self._recall()}"},
+            {"role": "user", "content": f"Task: {record.goal}\n\n{self._memories_on_goal()}"},
         ]
         if self._unreachable:
             unavailable = "Unavailable: " + "; ".join(self._unreachable)
@@ -435,7 +435,7 @@ class SubAgent:
         messages.append({"role": "user", "content": "\n".join(state)})
         return messages
 
-    def _recall(self) -> str:
+    def _memories_on_goal(self) -> str:
         """What the memory holds on the goal, retrieved once when the task starts: a small
         model that starts from nothing writes its note from nothing."""
         if self._recalled is None:
