@@ -30,17 +30,20 @@ import sys
 import threading
 import time
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from benchmarks.stats import percentiles
+
+if TYPE_CHECKING:
+    from assistant.llm.messages import Message
 
 
 def log(message: str) -> None:
     print(message, file=sys.stderr, flush=True)
 
 
-def conversation() -> list[dict[str, str]]:
-    from assistant.agent.agent import instructions
+def conversation() -> list[Message]:
+    from assistant.agent.instructions import instructions
 
     core = (
         "## Core memory\n<persona>\nBrain OS: warm, brief, practical.\n</persona>\n"
@@ -57,12 +60,12 @@ def conversation() -> list[dict[str, str]]:
         ("user", "I have a dentist appointment next Tuesday at 3, remember that."),
         ("assistant", "Noted: dentist next Tuesday at 3 pm."),
     ]
-    messages = [{"role": "system", "content": f"{instructions()}\n\n{core}"}]
+    messages: list[Message] = [{"role": "system", "content": f"{instructions()}\n\n{core}"}]
     messages += [{"role": role, "content": text} for role, text in turns]
     return messages
 
 
-def first_piece_ms(client: Any, messages: Sequence[dict[str, str]]) -> float:
+def first_piece_ms(client: Any, messages: Sequence[Message]) -> float:
     started = time.perf_counter()
     pieces = client.stream(messages, max_tokens=8, temperature=0.0)
     try:
@@ -75,7 +78,7 @@ def first_piece_ms(client: Any, messages: Sequence[dict[str, str]]) -> float:
 REPLY_TOKENS = 48
 
 
-def whole_reply_ms(client: Any, messages: Sequence[dict[str, str]]) -> float:
+def whole_reply_ms(client: Any, messages: Sequence[Message]) -> float:
     started = time.perf_counter()
     for _ in client.stream(messages, max_tokens=REPLY_TOKENS, temperature=0.0):
         pass
@@ -96,7 +99,10 @@ def reply_under_load(client: Any, background: Any, repeats: int) -> dict[str, li
     times: dict[str, list[float]] = {"reply_idle": [], "reply_busy": []}
     prompt = conversation()
     for repeat in range(repeats):
-        asked = [*prompt, {"role": "user", "content": f"Tell me about Porto ({repeat})."}]
+        asked: list[Message] = [
+            *prompt,
+            {"role": "user", "content": f"Tell me about Porto ({repeat})."},
+        ]
         times["reply_idle"].append(whole_reply_ms(client, asked))
         worker = threading.Thread(target=long_background_request, args=(background, repeat))
         worker.start()
@@ -128,7 +134,7 @@ def measure(settings: Any, repeats: int) -> dict[str, Any]:
                     extract(llm, [f"User: My friend Rui bought a blue bicycle ({repeat})."])
                 # A question of its own each time: only it is new to the server.
                 question = f"What did I say about Porto? ({repeat}, {place})"
-                asked = [*prompt, {"role": "user", "content": question}]
+                asked: list[Message] = [*prompt, {"role": "user", "content": question}]
                 times[place].append(first_piece_ms(client, asked))
             log(
                 f"  repeat {repeat + 1}: "

@@ -55,8 +55,8 @@ def main() -> None:
 
 
 def measure(folder: Path, memories: int) -> dict[str, dict[str, Any]]:
-    from assistant.agent.agent import AgentConfig
     from assistant.agent.draft_memories import DraftMemories
+    from assistant.agent.turn import AgentConfig
     from benchmarks.retrieval_scale import real_embedder
     from memory.database import open_database
     from memory.locking import WriteLock

@@ -43,9 +43,12 @@ import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from benchmarks.stats import percentiles
+
+if TYPE_CHECKING:
+    from assistant.llm.messages import Message
 
 SERVERS = ("llama-server", "llama-cpp-python")
 FIGURES = (
@@ -96,11 +99,11 @@ def log(message: str) -> None:
     print(message, file=sys.stderr, flush=True)
 
 
-def prompt(repeat: int, summary: str = SUMMARY) -> list[dict[str, str]]:
-    from assistant.agent.agent import instructions
+def prompt(repeat: int, summary: str = SUMMARY) -> list[Message]:
+    from assistant.agent.instructions import instructions
 
     system = f"[conversation {repeat}]\n{instructions()}\n\n## Core memory\n<human>\nSam\n</human>"
-    messages = [
+    messages: list[Message] = [
         {"role": "system", "content": system},
         {"role": "system", "content": f"Summary of earlier conversation:\n{summary}"},
     ]
@@ -108,11 +111,11 @@ def prompt(repeat: int, summary: str = SUMMARY) -> list[dict[str, str]]:
     return messages
 
 
-def with_message(messages: list[dict[str, str]], text: str) -> list[dict[str, str]]:
+def with_message(messages: list[Message], text: str) -> list[Message]:
     return [*messages, {"role": "user", "content": text}]
 
 
-def first_piece_ms(client: Any, messages: Sequence[dict[str, str]]) -> float:
+def first_piece_ms(client: Any, messages: Sequence[Message]) -> float:
     started = time.perf_counter()
     pieces = client.stream(messages, max_tokens=8, temperature=0.0)
     try:
@@ -122,7 +125,7 @@ def first_piece_ms(client: Any, messages: Sequence[dict[str, str]]) -> float:
     return (time.perf_counter() - started) * 1000
 
 
-def prompt_tokens(count: Any, messages: Sequence[dict[str, str]]) -> int:
+def prompt_tokens(count: Any, messages: Sequence[Message]) -> int:
     from assistant.agent.context import MESSAGE_OVERHEAD_TOKENS
 
     return sum(int(count(m["content"])) + MESSAGE_OVERHEAD_TOKENS for m in messages)
@@ -184,7 +187,7 @@ def run_server(settings: Any, name: str, repeats: int, count: Any, scratch: Path
             figures.values["prefill_tok_s"].append(tokens / (first - started))
             written = int(count("".join(text)))
             figures.values["decode_tok_s"].append(max(written - 1, 1) / (ended - first))
-            appended = [
+            appended: list[Message] = [
                 *messages,
                 {"role": "user", "content": "Tell me a long story about Pebble the cat."},
                 {"role": "assistant", "content": "".join(text)},
@@ -197,7 +200,7 @@ def run_server(settings: Any, name: str, repeats: int, count: Any, scratch: Path
             # summary out and the new summary appended.
             longer = [*messages, *messages[2:]]
             first_piece_ms(client, with_message(longer, "And the weekend?"))
-            note = {"role": "system", "content": f"{SUMMARY_HEAD}\n{OTHER_SUMMARY}"}
+            note: Message = {"role": "system", "content": f"{SUMMARY_HEAD}\n{OTHER_SUMMARY}"}
             compacted = [messages[0], *longer[14:], note]
             figures.values["compaction_appended_ms"].append(
                 first_piece_ms(client, with_message(compacted, "What's Leo doing next month?"))

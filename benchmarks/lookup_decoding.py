@@ -39,9 +39,9 @@ def log(message: str) -> None:
 def converse(
     client: Any, count: Any, questions: Sequence[str], max_tokens: int
 ) -> dict[str, list[float]]:
-    from assistant.agent.agent import AgentConfig
     from assistant.agent.streaming import MessageStream
     from assistant.agent.tools import TOOLS, action_schema
+    from assistant.agent.turn import AgentConfig
     from benchmarks.llm_server import prompt
 
     schema = action_schema(TOOLS)

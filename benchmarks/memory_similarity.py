@@ -31,7 +31,7 @@ def main() -> None:
     parser.add_argument("--floor", type=float, default=None, help="the app's by default")
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args()
-    from assistant.agent.agent import AgentConfig
+    from assistant.agent.turn import AgentConfig
 
     floor = AgentConfig().least_similarity if args.floor is None else args.floor
     with tempfile.TemporaryDirectory() as folder:
@@ -56,7 +56,7 @@ def _figures(values: dict[str, float]) -> str:
 
 
 def measure(folder: Path, memories: int, floor: float) -> dict[str, Any]:
-    from assistant.agent.agent import AgentConfig
+    from assistant.agent.turn import AgentConfig
     from benchmarks.judgement_probes import REPLY_PROBES
     from benchmarks.retrieval_scale import real_embedder
     from memory.scoring import cosine

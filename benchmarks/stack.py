@@ -45,7 +45,8 @@ import openai
 from numpy.typing import NDArray
 
 from assistant.config import ConfigError, load_config
-from assistant.llm.client import Endpoint, LLMClient, LLMError, Message
+from assistant.llm.client import Endpoint, LLMClient, LLMError
+from assistant.llm.messages import Message
 from assistant.llm.server import LLMServerError, LocalLLMServer, ServerOptions
 from assistant.model_paths import EmbedderPaths, ProfileModels, SttPaths, TtsPaths
 from assistant.parts import load_embedder, load_stt, load_tts

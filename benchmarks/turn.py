@@ -69,10 +69,13 @@ import time
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from benchmarks.replies import copied_share, repeated_share
 from benchmarks.stats import percentiles
+
+if TYPE_CHECKING:
+    from assistant.llm.messages import Message
 
 CONVERSATION = (
     "Hi, I'm Sam. I just moved to Leeds for a new job.",
@@ -189,9 +192,9 @@ class Clocked:
         self.read: list[int] = []
         self._requests = itertools.count(1)
 
-    def stream(self, messages: Sequence[dict[str, str]], **options: Any) -> Iterator[str]:
+    def stream(self, messages: Sequence[Message], **options: Any) -> Iterator[str]:
         if self.defeat:
-            first = dict(messages[0])
+            first = messages[0].copy()
             first["content"] = f"[request {next(self._requests)}]\n{first['content']}"
             messages = [first, *messages[1:]]
         if self.asked is None:
@@ -204,7 +207,7 @@ class Clocked:
         if reading is not None:
             self.read.append(reading.read)
 
-    def complete(self, messages: Sequence[dict[str, str]], **options: Any) -> str:
+    def complete(self, messages: Sequence[Message], **options: Any) -> str:
         text: str = self.client.complete(messages, **options)
         return text
 
@@ -330,9 +333,9 @@ def least_new_tokens(settings: Any, folder: Path, count: Any, turns: int) -> lis
     """Per turn, the prompt tokens no layout can spare: the memories retrieved for the
     message (as the agent retrieves and shows them) and the message itself, each with its
     chat-template overhead, counted as ``count`` (the model's own counter) counts them."""
-    from assistant.agent.agent import AgentConfig
     from assistant.agent.context import MESSAGE_OVERHEAD_TOKENS
     from assistant.agent.tools import memories_block
+    from assistant.agent.turn import AgentConfig
     from benchmarks.retrieval_scale import real_embedder
     from memory.database import open_database
     from memory.locking import WriteLock

@@ -9,10 +9,12 @@ from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any
 
-from assistant.agent.agent import Agent, AgentConfig, instructions
+from assistant.agent.agent import Agent
 from assistant.agent.context import ContextConfig, ContextWindow
+from assistant.agent.instructions import instructions
 from assistant.agent.tools import Stores
-from assistant.llm.client import StreamDelta, TextDelta, ToolCallDelta
+from assistant.agent.turn import AgentConfig
+from assistant.llm.messages import StreamDelta, TextDelta, ToolCallDelta
 
 Messages = Sequence[dict[str, str]]
 StreamReply = str | Exception | Callable[[Messages], str]
@@ -133,7 +135,7 @@ def turn_under_way(agent: Agent) -> Iterator[None]:
     held, release = threading.Event(), threading.Event()
 
     def hold_the_window() -> None:
-        with agent._window:
+        with agent.window.lock:
             held.set()
             release.wait(10)
 

@@ -11,7 +11,8 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from assistant.llm.client import LLMCancelled, Message
+from assistant.llm.client import LLMCancelled
+from assistant.llm.messages import Message
 from assistant.settings import McpServerSettings
 from assistant.tasks.approvals import Approvals
 from assistant.tasks.records import ApprovalRequest, TaskRecord

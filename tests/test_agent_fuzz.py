@@ -7,11 +7,13 @@ import random
 import string
 
 from assistant.agent.actions import Action, ActionError, parse_action
-from assistant.agent.agent import FALLBACK_MESSAGE, Agent, AgentConfig, Turn, instructions
+from assistant.agent.agent import Agent
 from assistant.agent.context import ContextConfig, ContextWindow
 from assistant.agent.events import UserText
+from assistant.agent.instructions import instructions
 from assistant.agent.streaming import MessageStream
 from assistant.agent.tools import Stores, by_name
+from assistant.agent.turn import FALLBACK_MESSAGE, AgentConfig, Turn
 from tests.agent_helpers import ScriptedStream, action, say
 
 TOOLS = by_name()

@@ -8,12 +8,15 @@ from typing import Any
 
 import pytest
 
-from assistant.agent.agent import Agent, AgentConfig, instructions
+from assistant.agent.agent import Agent
 from assistant.agent.context import ContextConfig, ContextWindow, is_summary_note
 from assistant.agent.events import UserText
+from assistant.agent.instructions import instructions
 from assistant.agent.session import open_stores
 from assistant.agent.tools import Search, Stores, by_name
-from assistant.llm.client import LLMClient, Message
+from assistant.agent.turn import AgentConfig
+from assistant.llm.client import LLMClient
+from assistant.llm.messages import Message
 from memory.embedder import OnnxSentenceEmbedder
 from tests.agent_helpers import say
 

@@ -12,11 +12,15 @@ from typing import Any
 
 import pytest
 
-from assistant.agent.agent import Agent, AgentConfig, AgentLLM, Turn, instructions
+from assistant.agent.agent import Agent
 from assistant.agent.context import ContextConfig, ContextWindow
 from assistant.agent.events import Event, HeartbeatTick, MemoryChanged, UserText, UserUtterance
+from assistant.agent.instructions import instructions
 from assistant.agent.tools import MEMORIES_HEAD, Stores
-from assistant.llm.client import LLMClient, LLMContextOverflow, Message
+from assistant.agent.turn import AgentConfig, Turn
+from assistant.llm.client import LLMClient, LLMContextOverflow
+from assistant.llm.messages import Message
+from assistant.llm.protocols import AgentLLM
 from assistant.service.desks.memory import MemoryDesk
 from assistant.settings import Settings
 from tests.agent_helpers import ScriptedStream, action, say

@@ -15,20 +15,17 @@ from typing import Any
 
 import pytest
 
-from assistant.agent.agent import Agent, AgentConfig, instructions
+from assistant.agent.agent import Agent
 from assistant.agent.compaction import SUMMARY_SCHEMA, Compactor, cut_summary, json_summariser
 from assistant.agent.context import ContextConfig, ContextWindow, is_summary_note, transcript
 from assistant.agent.context_store import load_context, save_context
 from assistant.agent.events import UserText
+from assistant.agent.instructions import instructions
 from assistant.agent.session import CONTEXT_FILE, open_agent, open_stores
 from assistant.agent.tools import Stores
-from assistant.llm.client import (
-    JsonSchema,
-    LLMClient,
-    LLMContextOverflow,
-    LLMReplyError,
-    Message,
-)
+from assistant.agent.turn import AgentConfig
+from assistant.llm.client import LLMClient, LLMContextOverflow, LLMReplyError
+from assistant.llm.messages import JsonSchema, Message
 from assistant.llm.priority import BackgroundLLM, ForegroundGate
 from assistant.settings import Settings
 from memory.embedder import OnnxSentenceEmbedder

@@ -3,12 +3,14 @@ and asked for once more."""
 
 from __future__ import annotations
 
-from assistant.agent.agent import Agent, AgentConfig, instructions
+from assistant.agent.agent import Agent
 from assistant.agent.context import ContextConfig, ContextWindow
 from assistant.agent.copies import RECENT, RecentReplies, opening
 from assistant.agent.events import UserText
+from assistant.agent.instructions import instructions
 from assistant.agent.refusal import RefusalGuard
 from assistant.agent.tools import Stores
+from assistant.agent.turn import AgentConfig
 from tests.agent_helpers import ScriptedStream, say
 
 JOB = "I'm so happy! A new job, how exciting."

@@ -4,11 +4,13 @@ from __future__ import annotations
 
 import json
 
-from assistant.agent.agent import Agent, AgentConfig, instructions
+from assistant.agent.agent import Agent
 from assistant.agent.context import ContextConfig, ContextWindow
 from assistant.agent.events import UserText
 from assistant.agent.grounding import HOLD_WORDS, GroundCheck, about_what_they_told, invented
+from assistant.agent.instructions import instructions
 from assistant.agent.tools import UNKNOWN_PATTERN, Stores
+from assistant.agent.turn import AgentConfig
 from tests.agent_helpers import ScriptedStream, say
 
 KNOWN = (

@@ -22,8 +22,8 @@ from assistant.llm.client import (
     LLMContextOverflow,
     LLMReplyError,
     LLMUnavailable,
-    Message,
 )
+from assistant.llm.messages import Message, ToolCall
 from assistant.llm.priority import BackgroundLLM, ForegroundGate
 from assistant.llm.runtime import LLMRuntime
 from assistant.llm.server import LocalLLMServer, ServerOptions, ServerState, ServerStatus
@@ -338,6 +338,24 @@ def test_external_endpoint_gets_json_schema_format(tmp_path: Path) -> None:
         assert client.complete_json([{"role": "user", "content": "2+3"}], SUM_SCHEMA)["sum"] == 5
         response_format = endpoint.requests[0]["response_format"]
         assert isinstance(response_format, dict) and response_format["type"] == "json_schema"
+
+
+def test_a_message_that_made_a_tool_call_is_sent_as_the_api_has_it() -> None:
+    """A typed message goes out as the JSON the chat-completions API takes, its tool call
+    and the answer to it included."""
+    call: ToolCall = {
+        "id": "call-1",
+        "type": "function",
+        "function": {"name": "recall_search", "arguments": '{"query": "Porto"}'},
+    }
+    messages: list[Message] = [
+        {"role": "user", "content": "What did I say about Porto?"},
+        {"role": "assistant", "content": "", "tool_calls": [call]},
+        {"role": "tool", "content": "Beatrix lives in Porto.", "tool_call_id": "call-1"},
+    ]
+    with scripted_endpoint("ok", "She lives there.") as (url, endpoint):
+        assert LLMClient(Endpoint(url, "m")).complete(messages) == "She lives there."
+    assert endpoint.requests[0]["messages"] == messages
 
 
 def closed_port() -> int:

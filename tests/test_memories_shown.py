@@ -3,9 +3,9 @@ that nothing stored is about. Real stores and embedder; a scripted model."""
 
 from __future__ import annotations
 
-from assistant.agent.agent import AgentConfig
 from assistant.agent.events import UserText
 from assistant.agent.tools import MEMORIES_HEAD, Stores
+from assistant.agent.turn import AgentConfig
 from memory.stream import MemoryStream
 from tests.agent_helpers import ScriptedStream, agent_on, say
 

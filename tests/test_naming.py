@@ -8,12 +8,14 @@ import re
 
 import pytest
 
-from assistant.agent.agent import Agent, AgentConfig, instructions
+from assistant.agent.agent import Agent
 from assistant.agent.context import ContextConfig, ContextWindow
 from assistant.agent.events import UserText
+from assistant.agent.instructions import instructions
 from assistant.agent.naming import named_in_news, saying
 from assistant.agent.refusal import WILLING_PATTERN
 from assistant.agent.tools import COMPOSED_PATTERN, Stores
+from assistant.agent.turn import AgentConfig
 from assistant.llm.client import LLMClient
 from tests.agent_helpers import ScriptedStream, action, say
 

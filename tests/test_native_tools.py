@@ -13,19 +13,16 @@ from typing import Any
 import pytest
 
 from assistant.agent.actions import ActionError, parse_call
-from assistant.agent.agent import FALLBACK_MESSAGE, Agent, AgentConfig, AgentLLM, instructions
+from assistant.agent.agent import Agent
 from assistant.agent.context import ContextConfig, ContextWindow
 from assistant.agent.events import UserText
+from assistant.agent.instructions import instructions
 from assistant.agent.streaming import ReplyStream
 from assistant.agent.tools import TOOLS, Stores, by_name, native_tools
-from assistant.llm.client import (
-    Endpoint,
-    LLMClient,
-    LLMContextOverflow,
-    LLMUnavailable,
-    TextDelta,
-    ToolCallDelta,
-)
+from assistant.agent.turn import FALLBACK_MESSAGE, AgentConfig
+from assistant.llm.client import Endpoint, LLMClient, LLMContextOverflow, LLMUnavailable
+from assistant.llm.messages import TextDelta, ToolCallDelta
+from assistant.llm.protocols import AgentLLM
 from tests.agent_helpers import ScriptedTools, action, call, say
 from tests.helpers.fake_openai import Script, scripted_endpoint
 
@@ -265,7 +262,7 @@ def test_the_mode_may_change_between_turns_and_the_history_stays_text(stores: St
     llm.tool_calling = "json_action"
     turn = agent.respond(UserText("Still there?"))
     assert turn.reply == "Still here." and len(llm.offered) == 2
-    assert llm.schemas == [agent.schema]
+    assert llm.schemas == [agent.requests.schema]
     history = llm.calls[2]
     assert json.loads(history[-5]["content"])["tool"] == "core_memory_append"
     assert history[-4]["content"].startswith("[core_memory_append] human now holds")

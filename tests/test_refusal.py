@@ -10,12 +10,14 @@ from collections.abc import Iterator
 
 import pytest
 
-from assistant.agent.agent import Agent, AgentConfig, instructions
+from assistant.agent.agent import Agent
 from assistant.agent.context import ContextConfig, ContextWindow
 from assistant.agent.events import UserText
+from assistant.agent.instructions import instructions
 from assistant.agent.loops import LoopStop
 from assistant.agent.refusal import WILLING_PATTERN, RefusalGuard
 from assistant.agent.tools import Stores
+from assistant.agent.turn import AgentConfig
 from assistant.llm.cancellable import cancellable
 from tests.agent_helpers import ScriptedStream, say
 

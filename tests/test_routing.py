@@ -9,11 +9,13 @@ from typing import Any
 
 import pytest
 
-from assistant.agent.agent import ACKNOWLEDGED, Agent, AgentConfig, instructions
+from assistant.agent.agent import Agent
 from assistant.agent.context import ContextConfig, ContextWindow
 from assistant.agent.events import HeartbeatTick, UserText, UserUtterance
+from assistant.agent.instructions import instructions
 from assistant.agent.routing import asks_about_their_life, first_tool, is_question
 from assistant.agent.tools import COMPOSED_PATTERN, TOOLS, Stores, Tool
+from assistant.agent.turn import ACKNOWLEDGED, AgentConfig
 from assistant.tasks.agent_tools import SetReminder
 from assistant.tasks.reminders import addressed_to_the_user, spoken_time
 from tests.agent_helpers import ScriptedStream, action, say

@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 from textual.widgets import Static
 
-from assistant.agent.agent import ACKNOWLEDGED
+from assistant.agent.turn import ACKNOWLEDGED
 from assistant.clients.connection import ServiceClient
 from assistant.clients.task_terminal import answer_approval
 from assistant.clients.task_terminal import tasks as list_tasks

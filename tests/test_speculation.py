@@ -13,7 +13,8 @@ import pytest
 from assistant.agent.events import UserUtterance
 from assistant.agent.speculation import Request, Speculation
 from assistant.agent.tools import Stores
-from assistant.llm.client import LLMClient, LLMUnavailable, StreamDelta, TextDelta
+from assistant.llm.client import LLMClient, LLMUnavailable
+from assistant.llm.messages import StreamDelta, TextDelta
 from tests.agent_helpers import ScriptedStream, agent_on, say, turn_under_way
 
 QUESTION = "Where does my sister Beatrix live?"
@@ -143,14 +144,14 @@ def test_a_pause_while_a_word_is_read_ahead_still_has_its_reply_asked_for(
     model = ScriptedStream(say("In Porto."))
     agent = agent_on(model, stores)
     ranking = threading.Event()
-    rank = agent._rank
+    rank = agent.memories.rank
 
     def slow_rank(*args: object, **kwargs: object) -> object:
         ranking.set()
         time.sleep(0.3)
         return rank(*args, **kwargs)
 
-    monkeypatch.setattr(agent, "_rank", slow_rank)
+    monkeypatch.setattr(agent.memories, "rank", slow_rank)
     word = threading.Thread(target=agent.prepare, args=("Where does my",))
     word.start()
     assert ranking.wait(5)

@@ -5,12 +5,14 @@ from __future__ import annotations
 
 import pytest
 
-from assistant.agent.agent import Agent, AgentConfig, instructions
+from assistant.agent.agent import Agent
 from assistant.agent.context import ContextConfig, ContextWindow
 from assistant.agent.events import UserText
+from assistant.agent.instructions import instructions
 from assistant.agent.refusal import RefusalGuard
 from assistant.agent.sympathy import SYMPATHY_OPENINGS, sympathy_due, unwanted_openings
 from assistant.agent.tools import Stores
+from assistant.agent.turn import AgentConfig
 from tests.agent_helpers import ScriptedStream, say
 
 # Not the benchmark's probes: written for this test.

@@ -17,7 +17,8 @@ import pytest
 
 from assistant.agent.session import open_stores
 from assistant.agent.tools import Stores
-from assistant.llm.client import LLMCancelled, LLMReplyError, Message
+from assistant.llm.client import LLMCancelled, LLMReplyError
+from assistant.llm.messages import Message
 from assistant.llm.priority import BackgroundLLM, ForegroundGate
 from assistant.tasks.agent_tools import SetReminder, background_tools
 from assistant.tasks.heartbeat import Heartbeat, HeartbeatActions

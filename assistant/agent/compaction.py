@@ -15,8 +15,9 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from assistant.agent.context import transcript
-from assistant.llm.client import JsonSchema, LLMError, LLMReplyError, Message
-from assistant.llm.priority import CancellableJsonLLM
+from assistant.llm.client import LLMError, LLMReplyError
+from assistant.llm.messages import JsonSchema, Message
+from assistant.llm.protocols import CancellableJsonLLM
 
 log = logging.getLogger(__name__)
 

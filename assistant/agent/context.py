@@ -19,7 +19,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
 from assistant.agent.core_memory import CoreMemory
-from assistant.llm.client import Message
+from assistant.llm.messages import Message
 from assistant.llm.tokens import TokenCounter, estimate_tokens
 
 # Chat templates add a few tokens around every message.

@@ -12,9 +12,10 @@ import json
 import logging
 import os
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 from assistant.agent.context import SUMMARY_HEAD, ContextWindow
+from assistant.llm.messages import Message
 
 log = logging.getLogger(__name__)
 
@@ -60,12 +61,13 @@ def load_context(path: Path, context: ContextWindow) -> bool:
         )
         return False
     context.summary = state["summary"]
-    context.fifo = [dict(message) for message in state["fifo"]]
+    # Each one a message of strings (``_valid``), as it was saved.
+    context.fifo = [cast(Message, dict(message)) for message in state["fifo"]]
     context.shows = [frozenset(ids) for ids in state["shows"]]
     if state["format"] == 1:
         # The summary was shown above the FIFO: now a note at its head, under a new prefix.
         if context.summary:
-            note = {"role": "system", "content": f"{SUMMARY_HEAD}\n{context.summary}"}
+            note: Message = {"role": "system", "content": f"{SUMMARY_HEAD}\n{context.summary}"}
             context.fifo.insert(0, note)
             context.shows.insert(0, frozenset())
     elif state["instructions"] == context.instructions:

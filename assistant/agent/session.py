@@ -7,14 +7,17 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from assistant.agent.actions import Action
-from assistant.agent.agent import FALLBACK_MESSAGE, Agent, AgentConfig, AgentLLM, instructions
+from assistant.agent.agent import Agent
 from assistant.agent.compaction import Compactor, json_summariser
 from assistant.agent.context import ContextConfig, ContextWindow
 from assistant.agent.context_store import load_context
 from assistant.agent.core_memory import CoreMemory
 from assistant.agent.importance_anchors import ANCHORS
+from assistant.agent.instructions import instructions
 from assistant.agent.tools import TOOLS, SendMessage, Stores, Tool
-from assistant.llm.priority import CancellableJsonLLM, ForegroundGate
+from assistant.agent.turn import FALLBACK_MESSAGE, AgentConfig
+from assistant.llm.priority import ForegroundGate
+from assistant.llm.protocols import AgentLLM, CancellableJsonLLM
 from assistant.llm.tokens import counter_of
 from assistant.settings import Settings
 from memory.archival import ArchivalStore

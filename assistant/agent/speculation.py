@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from assistant.llm.cancellable import cancellable
-from assistant.llm.client import Message, StreamDelta
+from assistant.llm.messages import Message, StreamDelta
 
 log = logging.getLogger(__name__)
 

@@ -12,7 +12,7 @@ from dataclasses import dataclass, replace
 
 from assistant.agent.actions import Action, ActionError, parse_action, parse_call
 from assistant.agent.tools import SendMessage, Tool
-from assistant.llm.client import StreamDelta, TextDelta, ToolCallDelta
+from assistant.llm.messages import StreamDelta, TextDelta, ToolCallDelta
 
 log = logging.getLogger(__name__)
 

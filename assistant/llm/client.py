@@ -14,13 +14,17 @@ from typing import Any, cast
 import openai
 
 from assistant.llm.cancellable import cancellable
+from assistant.llm.messages import (
+    JsonSchema,
+    Message,
+    StreamDelta,
+    TextDelta,
+    TextMessage,
+    ToolCallDelta,
+    ToolSpec,
+)
 from assistant.llm.tokens import TokenCounter, estimate_tokens
 from assistant.settings import JsonMode, ToolCalling
-
-Message = dict[str, str]
-JsonSchema = dict[str, Any]
-# One tool as the chat-completions API takes it: {"type": "function", "function": {...}}.
-ToolSpec = dict[str, Any]
 
 
 class LLMError(Exception):
@@ -56,27 +60,6 @@ _OVERFLOW_WORDS = (
     "maximum context",
     "too many tokens",
 )
-
-
-@dataclass(frozen=True)
-class TextDelta:
-    """A piece of the reply's plain content."""
-
-    text: str
-
-
-@dataclass(frozen=True)
-class ToolCallDelta:
-    """A piece of a native tool call: the call's index in the reply, its id and name (in the
-    first piece, usually), and the next fragment of its JSON arguments."""
-
-    index: int
-    id: str | None = None
-    name: str | None = None
-    arguments: str = ""
-
-
-StreamDelta = TextDelta | ToolCallDelta
 
 
 @dataclass(frozen=True)
@@ -153,7 +136,7 @@ class LLMClient:
 
     def complete_json(
         self,
-        messages: Sequence[Message],
+        messages: Sequence[TextMessage],
         schema: JsonSchema,
         *,
         max_tokens: int | None = None,
@@ -163,7 +146,7 @@ class LLMClient:
         """A reply constrained to ``schema`` where the endpoint supports it, parsed. With
         ``cancel``, the reply streams and setting ``cancel`` abandons it at once (the HTTP
         stream is closed, so the server stops writing) with :class:`LLMCancelled`."""
-        request_messages = list(messages)
+        request_messages: list[TextMessage] = list(messages)
         if self.json_mode == "json_object":
             request_messages.append(
                 {"role": "system", "content": "Reply with JSON matching: " + json.dumps(schema)}
@@ -246,7 +229,7 @@ class LLMClient:
         except openai.APIError as error:
             raise self._describe(error) from None
 
-    def _deltas(self, messages: Sequence[Message], **options: Any) -> Iterator[Any]:
+    def _deltas(self, messages: Sequence[TextMessage], **options: Any) -> Iterator[Any]:
         """The streamed reply's deltas (the first choice's), failures described."""
         self.last_reading = None
         if self.endpoint.is_local:
@@ -274,7 +257,7 @@ class LLMClient:
             }
         return {"type": "json_object"}
 
-    def _create(self, messages: Sequence[Message], **options: Any) -> Any:
+    def _create(self, messages: Sequence[TextMessage], **options: Any) -> Any:
         arguments = {key: value for key, value in options.items() if value is not None}
         try:
             return self._client.chat.completions.create(

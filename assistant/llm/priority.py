@@ -10,9 +10,11 @@ import threading
 import time
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
-from typing import Any, Protocol
+from typing import Any
 
-from assistant.llm.client import JsonSchema, LLMCancelled, Message
+from assistant.llm.client import LLMCancelled
+from assistant.llm.messages import JsonSchema, TextMessage
+from assistant.llm.protocols import CancellableJsonLLM
 from assistant.llm.tokens import counter_of
 
 log = logging.getLogger(__name__)
@@ -68,18 +70,6 @@ class ForegroundGate:
             return self._idle.wait_for(lambda: self._active == 0, timeout=timeout)
 
 
-class CancellableJsonLLM(Protocol):
-    def complete_json(
-        self,
-        messages: Sequence[Message],
-        schema: JsonSchema,
-        *,
-        max_tokens: int | None = None,
-        temperature: float | None = 0.0,
-        cancel: threading.Event | None = None,
-    ) -> dict[str, Any]: ...
-
-
 class BackgroundLLM:
     """The client as background work sees it: each request waits for the gate first, and
     gives way (abandoned, then asked again once the reply is done) if a reply starts while
@@ -104,7 +94,7 @@ class BackgroundLLM:
 
     def complete_json(
         self,
-        messages: Sequence[Message],
+        messages: Sequence[TextMessage],
         schema: JsonSchema,
         *,
         max_tokens: int | None = None,

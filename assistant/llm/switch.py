@@ -9,22 +9,30 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Iterator, Sequence
-from typing import Any
+from collections.abc import Callable, Sequence
+from typing import Any, Concatenate, ParamSpec, TypeVar
 
-from assistant.llm.client import (
-    JsonSchema,
-    LLMCancelled,
-    LLMClient,
-    LLMUnavailable,
-    Message,
-    StreamDelta,
-    ToolSpec,
-)
+from assistant.llm.client import LLMCancelled, LLMClient, LLMUnavailable
+from assistant.llm.messages import JsonSchema, TextMessage
 from assistant.llm.tokens import estimate_tokens
 
 # How often a request waiting for a client that is coming looks at its cancel event.
 CANCEL_POLL_S = 0.1
+
+Options = ParamSpec("Options")
+Reply = TypeVar("Reply")
+
+
+def _to_current(
+    method: Callable[Concatenate[LLMClient, Options], Reply],
+) -> Callable[Concatenate[SwitchableLLM, Options], Reply]:
+    """``method`` of the client in use, with the client's own signature (so the type checker
+    holds every caller to it, as if it were written out here)."""
+
+    def call(switch: SwitchableLLM, /, *args: Options.args, **kwargs: Options.kwargs) -> Reply:
+        return method(switch.current(), *args, **kwargs)
+
+    return call
 
 
 class SwitchableLLM:
@@ -86,48 +94,20 @@ class SwitchableLLM:
                 raise LLMUnavailable(self._reason)
             return self._client
 
-    def complete(
-        self,
-        messages: Sequence[Message],
-        *,
-        max_tokens: int | None = None,
-        temperature: float | None = None,
-    ) -> str:
-        return self.current().complete(messages, max_tokens=max_tokens, temperature=temperature)
+    complete = _to_current(LLMClient.complete)
+    stream = _to_current(LLMClient.stream)
+    stream_tools = _to_current(LLMClient.stream_tools)
 
     def complete_json(
         self,
-        messages: Sequence[Message],
+        messages: Sequence[TextMessage],
         schema: JsonSchema,
         *,
         max_tokens: int | None = None,
         temperature: float | None = 0.0,
         cancel: threading.Event | None = None,
     ) -> dict[str, Any]:
+        """As the client's; ``cancel`` also ends the wait for a client that is coming."""
         return self.current(cancel).complete_json(
             messages, schema, max_tokens=max_tokens, temperature=temperature, cancel=cancel
-        )
-
-    def stream(
-        self,
-        messages: Sequence[Message],
-        *,
-        max_tokens: int | None = None,
-        temperature: float | None = None,
-        schema: JsonSchema | None = None,
-    ) -> Iterator[str]:
-        return self.current().stream(
-            messages, max_tokens=max_tokens, temperature=temperature, schema=schema
-        )
-
-    def stream_tools(
-        self,
-        messages: Sequence[Message],
-        tools: Sequence[ToolSpec],
-        *,
-        max_tokens: int | None = None,
-        temperature: float | None = None,
-    ) -> Iterator[StreamDelta]:
-        return self.current().stream_tools(
-            messages, tools, max_tokens=max_tokens, temperature=temperature
         )

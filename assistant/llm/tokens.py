@@ -9,7 +9,8 @@ import weakref
 from collections.abc import Callable
 from functools import lru_cache
 from pathlib import Path
-from typing import Protocol, runtime_checkable
+
+from assistant.llm.protocols import CountsTokens
 
 log = logging.getLogger(__name__)
 
@@ -26,11 +27,6 @@ def estimate_tokens(text: str) -> int:
     """A deliberately high estimate: about 3 bytes of UTF-8 a token (English runs near 4
     characters a token on the bundled models' tokenizers), so the window is not overrun."""
     return len(text.encode("utf-8", "replace")) // 3 + 1
-
-
-@runtime_checkable
-class CountsTokens(Protocol):
-    def count_tokens(self, text: str) -> int: ...
 
 
 def counter_of(llm: object) -> TokenCounter:

@@ -12,11 +12,12 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime
 
-from assistant.agent.agent import Agent, Turn
+from assistant.agent.agent import Agent
 from assistant.agent.core_memory import CoreMemoryError
 from assistant.agent.events import Event
 from assistant.agent.session import open_agent, open_stores
 from assistant.agent.tools import TOOLS, Stores
+from assistant.agent.turn import Turn
 from assistant.llm.client import LLMError
 from assistant.llm.priority import BackgroundLLM, ForegroundGate
 from assistant.llm.runtime import LLMRuntime

@@ -29,7 +29,7 @@ from typing import Any
 from pydantic import BaseModel, Field, ValidationError
 
 from assistant.llm.client import LLMCancelled, LLMError
-from assistant.llm.priority import CancellableJsonLLM
+from assistant.llm.protocols import CancellableJsonLLM
 from memory.records import MemoryRecord
 from memory.stream import Filters, MemoryRequestError, MemoryStream, NewMemory
 from memory.timeparse import resolve_event_time

@@ -27,8 +27,9 @@ from pydantic import ValidationError
 
 from assistant.agent.actions import Action, ActionError, read_action
 from assistant.agent.tools import Tool, by_name, describe_tools
-from assistant.llm.client import LLMCancelled, LLMError, LLMUnavailable, Message
-from assistant.llm.priority import CancellableJsonLLM
+from assistant.llm.client import LLMCancelled, LLMError, LLMUnavailable
+from assistant.llm.messages import Message
+from assistant.llm.protocols import CancellableJsonLLM
 from assistant.llm.tokens import counter_of
 from assistant.tasks.mcp_client import McpConnection, McpError, mcp_tools
 from assistant.tasks.plan import (
@@ -385,13 +386,11 @@ class SubAgent:
         record = self.record
         messages: list[Message] = [
             {"role": "system", "content": self.system},
-            {"role": "user", "content": f"Task: {record.goal}\n\n{self._recall()}"},
-            *(
-                [{"role": "system", "content": "Unavailable: " + "; ".join(self._unreachable)}]
-                if self._unreachable
-                else []
-            ),
+            {"role": "user", "content": f"Task: {record.goal}\n\n{self._memories_on_goal()}"},
         ]
+        if self._unreachable:
+            unavailable = "Unavailable: " + "; ".join(self._unreachable)
+            messages.append({"role": "system", "content": unavailable})
         steps = record.steps
         older, recent = steps[:-FULL_STEPS], steps[-FULL_STEPS:]
         if older:
@@ -436,7 +435,7 @@ class SubAgent:
         messages.append({"role": "user", "content": "\n".join(state)})
         return messages
 
-    def _recall(self) -> str:
+    def _memories_on_goal(self) -> str:
         """What the memory holds on the goal, retrieved once when the task starts: a small
         model that starts from nothing writes its note from nothing."""
         if self._recalled is None:

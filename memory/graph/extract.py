@@ -19,7 +19,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from memory.llm import StructuredLLM
+from memory.llm import Message, StructuredLLM
 from memory.people import is_kin, named_relative
 
 log = logging.getLogger(__name__)
@@ -111,7 +111,7 @@ def extraction_schema(memories: int) -> dict[str, Any]:
 def extract(llm: StructuredLLM, memories: Sequence[str]) -> list[Extracted] | None:
     """The facts stated by ``memories`` (texts), or None when the reply was unusable."""
     numbered = "\n".join(f"{n}. {text}" for n, text in enumerate(memories, start=1))
-    messages = [
+    messages: list[Message] = [
         {"role": "system", "content": GRAPH_RULES},
         {"role": "user", "content": f"{EXTRACT}\nMemories:\n{numbered}"},
     ]
@@ -155,7 +155,7 @@ def outdated(
         return []
     listed = "\n".join(f"{n}. {text}" for n, text in enumerate(known, start=1))
     lettered = "\n".join(f"{_letter(i)}. {text}" for i, text in enumerate(new))
-    messages = [
+    messages: list[Message] = [
         {"role": "system", "content": GRAPH_RULES},
         {
             "role": "user",
@@ -178,7 +178,7 @@ def outdated(
     return found
 
 
-def _ask(llm: StructuredLLM, messages: list[dict[str, str]], schema: dict[str, Any]) -> Any:
+def _ask(llm: StructuredLLM, messages: list[Message], schema: dict[str, Any]) -> Any:
     try:
         return llm.complete_json(messages, schema, max_tokens=REPLY_TOKENS)
     except Exception as error:  # any failure of the client is "no answer" (memory.llm)

@@ -36,7 +36,7 @@ from memory.archival import ArchivalChunk, ArchivalStore
 from memory.embedder import Embedder
 from memory.graph.extract import GRAPH_RULES, SAME, Extracted, extract, outdated
 from memory.graph.store import Entity, GraphStore, Triplet
-from memory.llm import StructuredLLM
+from memory.llm import Message, StructuredLLM
 from memory.paging import Page
 from memory.records import Kind, MemoryRecord
 from memory.scoring import cosine
@@ -288,7 +288,7 @@ class KnowledgeGraph:
     def _same_entity(self, name: str, entity: Entity) -> bool:
         known = [t.describe() for t in self.store.triplets_about([entity.id], current_only=True)]
         facts = "\n".join(f"- {line}" for line in known[:10]) or "- nothing yet"
-        messages = [
+        messages: list[Message] = [
             {"role": "system", "content": GRAPH_RULES},
             {
                 "role": "user",

@@ -1,0 +1,140 @@
+"""What one step asks the model for: the form its reply is held to (``ReplyForm``), and the
+request that holds it there, by the action schema or the tools offered (``StepRequests``)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from dataclasses import dataclass
+
+from assistant.agent.naming import named_in_news, saying
+from assistant.agent.refusal import WILLING_PATTERN
+from assistant.agent.routing import asks_about_their_life, first_tool
+from assistant.agent.speculation import Request
+from assistant.agent.tools import (
+    COMPOSED_PATTERN,
+    UNKNOWN_PATTERN,
+    Tool,
+    action_schema,
+    by_name,
+    native_tools,
+)
+from assistant.llm.messages import JsonSchema, Message, StreamDelta, TextDelta
+from assistant.llm.protocols import AgentLLM, ToolCallingLLM
+
+# How to send a step's request: its reply as it streams.
+Ask = Callable[[], Iterator[StreamDelta]]
+
+
+@dataclass(frozen=True)
+class ReplyForm:
+    """What one step's reply is held to."""
+
+    # The one tool the step may call (what routing.py chose, or send_message to answer).
+    only: str | None = None
+    # A message grounded in what is known: it says first whether the answer is (a question
+    # about the user's life).
+    grounded: bool = False
+    # A message that opens willingly (asked again after one that opened by refusing).
+    willing: bool = False
+    # A message that says it does not know (asked again after an answer that made up what it
+    # was not told).
+    admitting: bool = False
+    # The person the message must name (naming.py).
+    naming: str | None = None
+
+
+def form_for(text: str, tools: Mapping[str, Tool]) -> ReplyForm:
+    """The form of the first step answering the user's ``text``: held to the tool the request
+    needs (routing.py), if any; else grounded, for a question about their life, and saying
+    the person their news is about. A request routed to a tool is not a question to answer
+    from memory, and a message answering it names no one (a poem about Ana keeps the poem's
+    pattern)."""
+    only = first_tool(text, tools)
+    if only is not None:
+        return ReplyForm(only)
+    return ReplyForm(grounded=asks_about_their_life(text), naming=named_in_news(text))
+
+
+class StepRequests:
+    """The requests a step may send: the tools as a schema-held JSON action, or offered as
+    native tool calls, narrowed as the step's form asks."""
+
+    def __init__(
+        self, llm: AgentLLM, tools: Sequence[Tool], max_tokens: int, temperature: float
+    ) -> None:
+        self.llm = llm
+        self.max_tokens = max_tokens
+        self.temperature = temperature
+        self.tools = by_name(tools)
+        self.schema = action_schema(tools)
+        self.native_tools = native_tools(tools)
+        # A step held to one tool (answering the user, or what routing.py chose): the same
+        # action format, narrowed to that tool.
+        self.narrowed = {tool.name: (action_schema([tool]), native_tools([tool])) for tool in tools}
+        # The answer to a question about the user's life: a message that says first whether
+        # the answer is known (action_schema's ``grounded``).
+        messages_only = [t for t in tools if t.name == "send_message"]
+        self.grounded = action_schema(messages_only, True)
+        # The message asked for after one that opened by refusing (refusal.py).
+        self.willing = action_schema(messages_only, opening=WILLING_PATTERN)
+        # A message asked for at once (routing.py): a poem's lines may break.
+        self.composing = action_schema(messages_only, opening=COMPOSED_PATTERN)
+        # The answer asked for after one that made up what it was not told (grounding.py).
+        self.admitting = action_schema(messages_only, opening=UNKNOWN_PATTERN)
+
+    def native(self) -> ToolCallingLLM | None:
+        """The LLM when the tools go to it as native tool calls (asked anew each step)."""
+        llm = self.llm
+        return llm if isinstance(llm, ToolCallingLLM) and llm.tool_calling == "native" else None
+
+    def request(
+        self, messages: list[Message], native: ToolCallingLLM | None, form: ReplyForm
+    ) -> tuple[Request, Ask]:
+        """A step's request, comparable, and how to send it: with the tools offered natively,
+        or (no ``native``) held to the action schema, its text as content."""
+        max_tokens = self.max_tokens
+        temperature = self.temperature
+        only = form.only
+        schema, tools = self.schema, self.native_tools
+        if only is not None and only in self.narrowed:
+            schema, tools = self.narrowed[only]
+        if only == "send_message":
+            schema = self.composing
+        if form.grounded and only in (None, "send_message"):
+            # Answered at once: retrieval has just searched the memory with the question
+            # itself, and offered the tools as well the 1.5B model searched again for 5 of 12
+            # questions (a step of 2-4 s) and then said it did not know what three hours are
+            # in minutes.
+            schema = self.grounded
+        if form.willing:
+            schema = self.willing
+        if form.admitting:
+            schema = self.admitting
+        elif form.naming is not None and not form.grounded:
+            schema = self._naming(form.naming, only, form.willing)
+        if native is not None:
+            request = Request.of(
+                messages, tools=tools, max_tokens=max_tokens, temperature=temperature
+            )
+            return request, lambda: native.stream_tools(
+                messages, tools, max_tokens=max_tokens, temperature=temperature
+            )
+
+        def text() -> Iterator[StreamDelta]:
+            for chunk in self.llm.stream(
+                messages, max_tokens=max_tokens, temperature=temperature, schema=schema
+            ):
+                yield TextDelta(chunk)
+
+        options = {"schema": schema, "max_tokens": max_tokens, "temperature": temperature}
+        return Request.of(messages, **options), text
+
+    def _naming(self, name: str, only: str | None, willing: bool) -> JsonSchema:
+        """The action schema of a step whose message says ``name`` (held to open willingly
+        as well, or to the tool ``only``, as the step is)."""
+        tools: list[Tool]
+        if willing or only == "send_message":
+            tools = [self.tools["send_message"]]
+        else:
+            tools = [self.tools[only]] if only in self.tools else list(self.tools.values())
+        return action_schema(tools, opening=saying(name, WILLING_PATTERN if willing else None))
