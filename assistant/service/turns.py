@@ -189,22 +189,11 @@ class Turns:
         """The agent loop: one job at a time, in order."""
         while True:
             job = await self.queue.get()
-            session = self.opening.session
             if isinstance(job, SwitchEndpoint):
-                switching = await self.opening.wait()
-                if switching is not None:
-                    await self.llm.switch(switching, job.settings)
-            elif isinstance(job, HeardOnly):
+                session = await self.opening.wait()
                 if session is not None:
-                    # Shielded and kept: a shutdown waits for it rather than dropping it.
-                    self._saving = asyncio.ensure_future(
-                        asyncio.to_thread(session.agent.heard_only, job.heard)
-                    )
-                    await asyncio.shield(self._saving)
-            elif isinstance(job, Note):
-                if session is not None:
-                    await asyncio.to_thread(session.agent.note, job.event)
-            else:
+                    await self.llm.switch(session, job.settings)
+            elif isinstance(job, QueuedTurn):
                 await self.llm.settled.wait()
                 self.waiting.remove(job)
                 session = self.opening.session
@@ -214,6 +203,15 @@ class Turns:
                     )
                 else:
                     await self._reply(session, job)
+            elif (session := self.opening.session) is not None:
+                if isinstance(job, HeardOnly):
+                    # Shielded and kept: a shutdown waits for it rather than dropping it.
+                    self._saving = asyncio.ensure_future(
+                        asyncio.to_thread(session.agent.heard_only, job.heard)
+                    )
+                    await asyncio.shield(self._saving)
+                else:
+                    await asyncio.to_thread(session.agent.note, job.event)
             self.idle()
 
     async def _reply(self, session: Session, job: QueuedTurn) -> None:
