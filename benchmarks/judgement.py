@@ -120,25 +120,30 @@ def bench_importance(rows: Sequence[Labelled]) -> dict[str, Any]:
 
 
 class Host:
-    """The app's agent, stores and planner (``AgentHost``) on a fresh data folder, its LLM the
-    profile's running local server."""
+    """The app's agent, stores and planner (``open_session``) on a fresh data folder, its LLM
+    the profile's running local server."""
 
     def __init__(self, settings: Any, folder: Path, client: Any, embedder: Any) -> None:
-        from assistant.service.host import AgentHost
+        from assistant.service.llms import LLMs
+        from assistant.service.session import open_session
+        from assistant.tasks.approvals import Approvals
 
-        self.host = AgentHost(settings.model_copy(update={"data_dir": folder}), embedder=embedder)
-        self.host.llm.use(client)
-        self.host.background.use(client)
-        self.agent = self.host.open_memory()
-        assert self.host.stores is not None and self.host.planner is not None
-        self.stream = self.host.stores.stream
-        self.planner = self.host.planner
+        settings = settings.model_copy(update={"data_dir": folder})
+        self.llms = LLMs(settings)
+        self.llms.llm.use(client)
+        self.llms.background.use(client)
+        self.session = open_session(settings, self.llms, Approvals(), embedder=embedder)
+        self.agent = self.session.agent
+        self.stream = self.session.stores.stream
+        self.planner = self.session.planner
 
     def __enter__(self) -> Host:
         return self
 
     def __exit__(self, *_: object) -> None:
-        self.host.close()
+        from assistant.service.session import close_session
+
+        close_session(self.session, self.llms)
 
 
 def answer(probe: ReplyProbe, settings: Any, folder: Path, client: Any, embedder: Any) -> Reply:

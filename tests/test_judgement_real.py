@@ -1,5 +1,5 @@
 """A handful of the reply probes (benchmarks/judgement_probes.py) through the app's own agent,
-stores and tools (``AgentHost``) with the real local model (fast profile) at temperature 0:
+stores and tools (``open_session``) with the real local model (fast profile) at temperature 0:
 the rules the benchmark applies to 54 of them hold here for the model's most likely reply to
 these. Sampled as the app samples (0.3), a reply differs from run to run (the fast model
 answered "What does Ana do for a living?" with "I don't know" once in six); the benchmark

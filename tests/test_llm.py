@@ -29,9 +29,8 @@ from assistant.llm.runtime import LLMRuntime
 from assistant.llm.server import LocalLLMServer, ServerOptions, ServerState, ServerStatus
 from assistant.llm.switch import SwitchableLLM
 from assistant.model_paths import ProfileModels
-from assistant.service.host import AgentHost
+from assistant.service.llms import LLMs
 from assistant.settings import Settings
-from memory.embedder import OnnxSentenceEmbedder
 from tests.conftest import REPO, make_settings
 from tests.helpers.fake_openai import scripted_endpoint
 
@@ -273,13 +272,13 @@ def test_a_request_waits_for_a_client_that_is_coming() -> None:
 
 @pytest.mark.slow
 def test_background_work_waits_for_its_own_server_while_it_starts(
-    tmp_path: Path, session_cache: Path, embedder: OnnxSentenceEmbedder
+    tmp_path: Path, session_cache: Path
 ) -> None:
     """Measured by hand: a day plan written on the conversation's server while the background
     one was starting made the next (spoken) turn read its whole prompt again, 17 s."""
-    host = AgentHost(make_settings("fast", tmp_path / "data", session_cache), embedder=embedder)
+    host = LLMs(make_settings("fast", tmp_path / "data", session_cache))
     try:
-        host.start_llm()
+        host.start()
         assert host.runtime is not None and host.runtime.server is not None
         background = BackgroundLLM(host.background, host.gate)
         answers: list[dict[str, object]] = []

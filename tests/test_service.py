@@ -241,9 +241,9 @@ async def test_down_endpoint_keeps_the_turn_and_says_why(
         end = (await until(client, reply_end, timeout=60))[-1]
         assert isinstance(end, ReplyEnd) and end.text == ""
         assert end.error is not None and "HTTP 500" in end.error
-        stores = service.service.host.stores
-        assert stores is not None
-        assert [m.text for m in stores.recall.recent(3)] == ["Remember my bike is blue."]
+        session = service.service.opening.session
+        assert session is not None
+        assert [m.text for m in session.stores.recall.recent(3)] == ["Remember my bike is blue."]
         await client.close()
 
 
@@ -472,7 +472,7 @@ def drafts_read(running: InProcess, release: threading.Event | None = None) -> l
         read.append(f"speculate: {text}" if speculate else text)
         return release is None or release.wait(30)
 
-    running.service.host.read_draft = read_draft  # type: ignore[method-assign]
+    running.service.drafts.read_ahead = read_draft  # type: ignore[method-assign]
     return read
 
 
@@ -532,7 +532,7 @@ async def test_words_heard_at_a_pause_have_their_reply_asked_for_and_others_are_
         def heard(so_far: HeardSoFar) -> None:
             # As the voice loop reports it, from its own thread.
             threading.Thread(
-                target=running.service._from_thread(running.service.voice.on_event),
+                target=running.service.jobs.from_thread(running.service.voice.on_event),
                 args=(so_far,),
             ).start()
 

@@ -13,6 +13,7 @@ from assistant.agent.events import MemoryChanged, ReminderDue
 from assistant.protocol.common import Notice, Wire
 from assistant.protocol.tasks import ApprovalAsked, ApprovalRow, ApprovalSettled, ReminderFired
 from assistant.service.desks.task_rows import approval_row
+from assistant.service.jobs import FromThread
 from assistant.settings import Settings
 from assistant.tasks.approvals import Approvals
 from assistant.tasks.heartbeat import Heartbeat, HeartbeatActions
@@ -20,8 +21,6 @@ from assistant.tasks.manager import TaskManager
 from assistant.tasks.reminders import Reminder, ReminderStore, local_now
 
 log = logging.getLogger(__name__)
-
-FromThread = Callable[[Callable[[object], None]], Callable[[object], None]]
 
 
 class TaskRelay:

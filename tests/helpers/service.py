@@ -41,7 +41,7 @@ class InProcess:
         return not self.thread.is_alive()
 
     def stop(self) -> None:
-        loop = self.service._loop
+        loop = self.service.jobs.loop
         if self.thread.is_alive() and loop is not None:
             loop.call_soon_threadsafe(self.service.stop, "test over")
         assert self.stopped(), "the service did not stop"

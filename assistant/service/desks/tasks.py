@@ -26,13 +26,13 @@ from assistant.protocol.tasks import (
 )
 from assistant.service.desks.common import MEMORY_ERRORS, one_line
 from assistant.service.desks.task_rows import task_row
-from assistant.service.host import AgentHost
 from assistant.service.hub import Client
 from assistant.service.requests import Requests
-from assistant.tasks.approvals import ApprovalError
+from assistant.service.session import Opening
+from assistant.tasks.approvals import ApprovalError, Approvals
 from assistant.tasks.day_plan import PlanError
 from assistant.tasks.heartbeat import Heartbeat
-from assistant.tasks.manager import TaskError
+from assistant.tasks.manager import TaskError, TaskManager
 from assistant.tasks.records import TaskRecord
 
 log = logging.getLogger(__name__)
@@ -44,16 +44,20 @@ TASKS_SHOWN = 50
 class TaskDesk:
     def __init__(
         self,
-        host: AgentHost,
+        opening: Opening,
+        approvals: Approvals,
         state_text: Callable[[], str],
         work: Callable[[], list[Work]],
         heartbeat: Callable[[], Heartbeat | None],
         spawn: Callable[[Coroutine[Any, Any, None]], None],
         planned: Callable[[], None],
     ) -> None:
-        """``work``: what the service is doing; ``spawn`` runs a request in the background;
-        ``planned`` is called when the day plan changed at a client's request."""
-        self.host = host
+        """``opening``: the session's task manager and day planner, once the memory is open;
+        ``approvals``: the questions of tasks waiting for the user; ``work``: what the service
+        is doing; ``spawn`` runs a request in the background; ``planned`` is called when the
+        day plan changed at a client's request."""
+        self.opening = opening
+        self.approvals = approvals
         self.state_text = state_text
         self.work = work
         self.heartbeat = heartbeat
@@ -80,12 +84,13 @@ class TaskDesk:
     def change(
         self, client: Client, request: Delegate | CancelTask | ResumeTask | AnswerApproval
     ) -> None:
-        tasks = self.host.tasks
-        if tasks is None:
+        session = self.opening.session
+        if session is None:
             client.send(
                 Failed(ref=request.ref, text=f"tasks are not available: {self.state_text()}")
             )
             return
+        tasks = session.tasks
         try:
             match request:
                 case Delegate():
@@ -95,7 +100,7 @@ class TaskDesk:
                 case ResumeTask():
                     record = tasks.resume(request.id, requested_by=client.name)
                 case AnswerApproval():
-                    record = self._answer(request)
+                    record = self._answer(tasks, request)
         except (TaskError, ApprovalError, OSError) as error:
             client.send(Failed(ref=request.ref, text=one_line(error)))
             return
@@ -103,10 +108,11 @@ class TaskDesk:
 
     async def plan(self, client: Client, request: PlanDay) -> None:
         """Re-plan the day or break a chunk down, in a worker thread (an LLM call)."""
-        planner = self.host.planner
-        if planner is None:
+        session = self.opening.session
+        if session is None:
             client.send(Failed(ref=request.ref, text=f"no day plan yet: {self.state_text()}"))
             return
+        planner = session.planner
         try:
             if request.action == "replan":
                 text = await asyncio.to_thread(planner.replan, "the user asked for a new plan")
@@ -121,26 +127,26 @@ class TaskDesk:
         client.send(PlanDone(ref=request.ref, text=text))
         self.planned()
 
-    def _answer(self, request: AnswerApproval) -> TaskRecord:
+    def _answer(self, tasks: TaskManager, request: AnswerApproval) -> TaskRecord:
         """Allow or refuse a waiting task's call, named by the question's id or the task's."""
-        assert self.host.tasks is not None
-        pending = self.host.approvals.pending()
+        pending = self.approvals.pending()
         approval = next((a for t, a in pending if request.id in (a.id, t)), None)
         if approval is None:
             raise ApprovalError(f"nothing is waiting for an answer under {request.id}")
-        task_id = self.host.approvals.answer(approval.id, request.allow)
+        task_id = self.approvals.answer(approval.id, request.allow)
         log.info(
             "task %s: %s %s", task_id, approval.tool, "allowed" if request.allow else "refused"
         )
-        record = self.host.tasks.store.get(task_id)
+        record = tasks.store.get(task_id)
         if record is None:
             raise TaskError(f"no task {task_id}")
         return record
 
     def rows(self) -> list[TaskRow]:
-        if self.host.tasks is None:
+        session = self.opening.session
+        if session is None:
             return []
-        records = self.host.tasks.store.all()
+        records = session.tasks.store.all()
         live = [r for r in records if not r.finished]
         done = [r for r in records if r.finished][:TASKS_SHOWN]
         return [task_row(r) for r in (*live, *done)]
