@@ -245,7 +245,7 @@ def converse(
     typing: tuple[float, float] | None,
 ) -> Timing:
     from assistant.agent.events import UserText
-    from assistant.agent.session import open_agent, open_stores
+    from assistant.agent.wiring import open_agent, open_stores
     from assistant.llm.priority import BackgroundLLM, ForegroundGate
     from benchmarks.retrieval_scale import real_embedder
 

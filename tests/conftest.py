@@ -16,8 +16,8 @@ os.environ["HF_HUB_OFFLINE"] = "1"
 # test that opened the agent on default settings).
 os.environ["XDG_DATA_HOME"] = tempfile.mkdtemp(prefix="brain-os-test-data-")
 
-from assistant.agent.session import open_stores
 from assistant.agent.tools import Stores
+from assistant.agent.wiring import open_stores
 from assistant.config import LoadedConfig, load_config
 from assistant.llm.client import LLMClient
 from assistant.llm.runtime import LLMRuntime

@@ -98,7 +98,7 @@ def open_stream(
     config: MemoryConfig | None = None,
 ) -> MemoryStream:
     """The memory stream on the database and write lock in ``data``, rating on ``scale`` (as
-    assistant.agent.session.open_stores opens it)."""
+    assistant.agent.wiring.open_stores opens it)."""
     rating = ImportanceRating(scale, data / RATING_FILE) if scale is not None else None
     return MemoryStream(
         open_database(data), WriteLock(data / "memory.lock"), embedder, rating, clock, config

@@ -12,9 +12,9 @@ from assistant.agent.agent import Agent
 from assistant.agent.context import MESSAGE_OVERHEAD_TOKENS, ContextConfig, ContextWindow
 from assistant.agent.events import HeartbeatTick, UserText, UserUtterance
 from assistant.agent.instructions import instructions
-from assistant.agent.session import open_agent
 from assistant.agent.tools import MEMORIES_HEAD, Stores, action_schema
 from assistant.agent.turn import FALLBACK_MESSAGE, AgentConfig
+from assistant.agent.wiring import open_agent
 from assistant.llm.client import LLMContextOverflow, LLMReplyError, LLMUnavailable
 from assistant.llm.priority import BackgroundLLM, ForegroundGate
 from assistant.settings import Settings

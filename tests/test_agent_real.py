@@ -12,9 +12,9 @@ from assistant.agent.agent import Agent
 from assistant.agent.context import ContextConfig, ContextWindow, is_summary_note
 from assistant.agent.events import UserText
 from assistant.agent.instructions import instructions
-from assistant.agent.session import open_stores
 from assistant.agent.tools import Search, Stores, by_name
 from assistant.agent.turn import AgentConfig
+from assistant.agent.wiring import open_stores
 from assistant.llm.client import LLMClient
 from assistant.llm.messages import Message
 from memory.embedder import OnnxSentenceEmbedder

@@ -21,9 +21,9 @@ from assistant.agent.context import ContextConfig, ContextWindow, is_summary_not
 from assistant.agent.context_store import load_context, save_context
 from assistant.agent.events import UserText
 from assistant.agent.instructions import instructions
-from assistant.agent.session import CONTEXT_FILE, open_agent, open_stores
 from assistant.agent.tools import Stores
 from assistant.agent.turn import AgentConfig
+from assistant.agent.wiring import CONTEXT_FILE, open_agent, open_stores
 from assistant.llm.client import LLMClient, LLMContextOverflow, LLMReplyError
 from assistant.llm.messages import JsonSchema, Message
 from assistant.llm.priority import BackgroundLLM, ForegroundGate

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from assistant.agent.session import open_stores
+from assistant.agent.wiring import open_stores
 from assistant.clients.connection import ServiceClient
 from assistant.clients.terminal import listen
 from assistant.config import LoadedConfig

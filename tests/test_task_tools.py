@@ -14,8 +14,8 @@ from pathlib import Path
 
 import pytest
 
-from assistant.agent.session import open_stores
 from assistant.agent.tools import Stores
+from assistant.agent.wiring import open_stores
 from assistant.settings import McpServerSettings
 from assistant.tasks.approvals import ApprovalError, Approvals
 from assistant.tasks.mcp_client import McpConnection, McpError

@@ -15,8 +15,8 @@ from unittest.mock import MagicMock
 
 import pytest
 
-from assistant.agent.session import open_stores
 from assistant.agent.tools import Stores
+from assistant.agent.wiring import open_stores
 from assistant.llm.client import LLMCancelled, LLMReplyError
 from assistant.llm.messages import Message
 from assistant.llm.priority import BackgroundLLM, ForegroundGate

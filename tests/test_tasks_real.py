@@ -17,8 +17,8 @@ from pathlib import Path
 
 import pytest
 
-from assistant.agent.session import open_stores
 from assistant.agent.tools import Stores
+from assistant.agent.wiring import open_stores
 from assistant.llm.client import LLMClient
 from assistant.tasks.day_plan import DayPlanner
 from assistant.tasks.manager import TaskLimits, TaskManager

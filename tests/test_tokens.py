@@ -11,7 +11,7 @@ import pytest
 
 from assistant.agent.context import ContextConfig, ContextWindow
 from assistant.agent.core_memory import CoreMemory
-from assistant.agent.session import open_agent, open_stores
+from assistant.agent.wiring import open_agent, open_stores
 from assistant.llm.client import Endpoint, LLMClient
 from assistant.llm.priority import BackgroundLLM, ForegroundGate
 from assistant.llm.switch import SwitchableLLM

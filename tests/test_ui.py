@@ -13,7 +13,7 @@ from rich.markdown import Markdown
 from rich.text import Text
 from textual.widgets import Input
 
-from assistant.agent.session import open_stores
+from assistant.agent.wiring import open_stores
 from assistant.clients.connection import ServiceClient
 from assistant.clients.terminal import ask, stop
 from assistant.config import LoadedConfig

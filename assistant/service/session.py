@@ -11,8 +11,8 @@ from dataclasses import dataclass
 from datetime import datetime
 
 from assistant.agent.agent import Agent
-from assistant.agent.session import open_agent, open_stores
 from assistant.agent.tools import TOOLS, Stores
+from assistant.agent.wiring import open_agent, open_stores
 from assistant.model_paths import ProfileModels
 from assistant.parts import load_embedder
 from assistant.protocol.conversation import HistoryItem
