@@ -306,4 +306,4 @@ def other_settings(loaded: LoadedConfig, running: Mapping[str, str]) -> str | No
 
 
 def _as_running(text: str) -> str:
-    return text if text else "unset"
+    return text if text else "not set"
