@@ -55,12 +55,16 @@ PLEASANTRIES = re.compile(
 # "User: ", "Brain OS: ": who said it, as the stream stores a line of conversation.
 _SPEAKER = re.compile(r"^[A-Z][\w ]{0,20}:\s+")
 _WORD = re.compile(r"[a-z']+")
+# "Hi, I'm Sam." is made of greeting words and a name, but tells who is speaking.
+_INTRODUCTION = re.compile(r"\b(?:[Ii]'m|[Ii] am|[Mm]y name is|[Cc]all me)\s+[A-Z]")
 
 
 def small_talk(text: str) -> bool:
     """Greetings, thanks, "ok", laughter and an assistant's offers of help, with at most a
     name besides (a capitalised word: "Thanks, Ana!")."""
     said = _SPEAKER.sub("", text.strip()).replace("\u2019", "'")
+    if _INTRODUCTION.search(said):
+        return False
     lowered = PLEASANTRIES.sub(" ", said.lower())
     words = _WORD.findall(lowered)
     names = {w.lower() for w in re.findall(r"\b[A-Z][a-z]+\b", said[1:])}

@@ -56,6 +56,18 @@ def test_a_reply_streams_and_everything_is_recorded(stores: Stores) -> None:
     assert prompt[-1] == {"role": "user", "content": "Hi, I'm Sam."}
 
 
+def test_small_talk_is_kept_in_recall_storage_but_not_in_the_memory_stream(
+    stores: Stores,
+) -> None:
+    llm = ScriptedStream(say("You're welcome! Let me know if there's anything else."))
+    turn = make_agent(llm, stores).respond(UserText("Thanks, that's all for now."))
+    assert recalled(stores) == [
+        ("user", "Thanks, that's all for now."),
+        ("assistant", turn.reply),
+    ]
+    assert not stores.stream.list_memories(page_size=10).items
+
+
 def test_tools_chain_and_a_core_memory_edit_is_noted_after_the_step(stores: Stores) -> None:
     llm = ScriptedStream(
         action("core_memory_append", True, label="human", content="Name: Sam."),

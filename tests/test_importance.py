@@ -37,6 +37,8 @@ def test_small_talk_is_known_by_rule(text: str) -> None:
         "User: I'm allergic to penicillin.",
         "Brain OS: Sure, I've set a reminder to call the doctor tomorrow at 9.",
         "User: Thanks, Ana and Luis are coming to dinner on Sunday",
+        "User: Hi, I'm Sam.",
+        "User: hello, my name is Ana",
         "User: ",
     ],
 )

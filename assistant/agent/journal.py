@@ -16,6 +16,7 @@ from assistant.agent.events import Event, from_user
 from assistant.agent.tools import Stores, memories_block
 from assistant.agent.turn import INTERRUPTED
 from assistant.llm.messages import Message
+from memory.importance import small_talk
 from memory.records import MemoryRecord
 from memory.stream import MemoryRequestError
 
@@ -88,7 +89,12 @@ class Journal:
         return self.observe(role, text)
 
     def observe(self, role: str, text: str) -> str | None:
-        """Into the memory stream as an observation; returns the record's id."""
+        """Into the memory stream as an observation; returns the record's id, or None for
+        small talk, which recall storage keeps verbatim: a "Hi Marta!" or "You're welcome!"
+        in the stream is retrieved for any question that names Marta, in place of a memory
+        that says something."""
+        if small_talk(text):
+            return None
         name = "User" if role == "user" else "Brain OS"
         try:
             return self.stores.stream.add(f"{name}: {text}", source=role).id
