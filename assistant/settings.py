@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import os
+from datetime import time
 from pathlib import Path
 from typing import Literal
 
@@ -325,6 +326,55 @@ class TasksSettings(Section):
         return value
 
 
+def quiet_hours(text: str) -> tuple[time, time] | None:
+    """ "22:00-08:00" as two local times; an empty text is no quiet hours."""
+    text = text.strip()
+    if not text:
+        return None
+    start, sep, end = text.partition("-")
+    if not sep:
+        raise ValueError(f"quiet hours {text!r}: write them as HH:MM-HH:MM")
+    return time.fromisoformat(start.strip()), time.fromisoformat(end.strip())
+
+
+class HeartbeatSettings(Section):
+    proactive: bool = Field(
+        True,
+        description="At each heartbeat the assistant looks at what changed and may act "
+        "unasked: keep an intention, start a task, or speak first when something needs you "
+        "(an intention come due, a clash, an event coming up or just passed, a task's "
+        "result), only while you are there. Off: it waits to be asked.",
+    )
+    quiet_hours: str = Field(
+        "22:00-08:00",
+        description="Local hours with no proactive message (HH:MM-HH:MM, may wrap midnight; "
+        "empty: none). Reminders still fire.",
+    )
+    per_hour: int = Field(2, ge=1, le=30, description="Proactive messages in any hour, at most.")
+    back_off_minutes: float = Field(
+        120.0,
+        ge=0,
+        description='How long "not now" (or "later", "stop") silences proactive messages.',
+    )
+    presence_minutes: float = Field(
+        15.0,
+        gt=0,
+        description="With no window attached, you count as there this long after the "
+        "microphone last heard you.",
+    )
+    clock_offset_minutes: float = Field(
+        0.0,
+        description="Shift the assistant's clock by this many minutes (to try an evening of "
+        "heartbeats by day; use a data folder of its own).",
+    )
+
+    @field_validator("quiet_hours")
+    @classmethod
+    def _hours(cls, value: str) -> str:
+        quiet_hours(value)  # raises ValueError with the reason
+        return value.strip()
+
+
 class ServiceSettings(Section):
     background: bool = Field(
         False,
@@ -357,6 +407,7 @@ class Settings(Section):
     voice: VoiceSettings = Field(default_factory=VoiceSettings)
     agent: AgentSettings = Field(default_factory=AgentSettings)
     tasks: TasksSettings = Field(default_factory=TasksSettings)
+    heartbeat: HeartbeatSettings = Field(default_factory=HeartbeatSettings)
     service: ServiceSettings = Field(default_factory=ServiceSettings)
 
     @property

@@ -7,7 +7,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
-from datetime import timedelta
+from datetime import datetime, timedelta
 from typing import Any, TypeVar
 
 import pyarrow as pa
@@ -15,6 +15,7 @@ from lancedb.index import FTS, Bitmap, BTree, IvfSq
 
 from memory.database import DatabaseError
 from memory.locking import LockTimeout, WriteLock
+from memory.mirror import to_us
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
@@ -246,3 +247,8 @@ class Table:
 def _short(error: Exception) -> str:
     text = " ".join(str(error).split())
     return text if len(text) <= 160 else text[:159] + "…"
+
+
+def timestamp_literal(moment: datetime) -> str:
+    """``moment`` as a UTC timestamp in a LanceDB filter."""
+    return f"arrow_cast({to_us(moment)}, 'Timestamp(Microsecond, Some(\"UTC\"))')"

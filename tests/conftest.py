@@ -65,6 +65,8 @@ def make_loaded(
         "tasks.day_plan": "false",
         # So does learning the knowledge graph.
         "agent.knowledge_graph": "false",
+        # And the agent's own look at what changed, at each heartbeat.
+        "heartbeat.proactive": "false",
         **flags,
     }
     config_file = data_dir.parent / "config.toml"

@@ -26,7 +26,7 @@ from assistant.agent.context import ContextWindow
 from assistant.agent.copies import RecentReplies
 from assistant.agent.dispatch import Dispatcher
 from assistant.agent.drafting import Drafting
-from assistant.agent.events import Event, UserText, UserUtterance, from_user
+from assistant.agent.events import Event, HeartbeatTick, UserText, UserUtterance, from_user
 from assistant.agent.journal import Journal
 from assistant.agent.shown_memories import ShownMemories
 from assistant.agent.speculation import Tally
@@ -138,11 +138,11 @@ class Agent:
         turn = Turn()
         prompt = event.prompt()
         user = from_user(event)
-        held = (
-            form_for(event.text, self.tools)
-            if isinstance(event, UserText | UserUtterance)
-            else ReplyForm()
-        )
+        held = ReplyForm()
+        if isinstance(event, UserText | UserUtterance):
+            held = form_for(event.text, self.tools)
+        elif isinstance(event, HeartbeatTick):
+            held = ReplyForm(tick=True, speak=event.may_speak)
         only = held.only
         if user and self.dispatcher.speaks_for_itself(only):
             self.dispatcher.acknowledge(turn, io.on_text)

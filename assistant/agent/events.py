@@ -34,12 +34,31 @@ class UserUtterance:
 
 @dataclass(frozen=True)
 class HeartbeatTick:
+    """A heartbeat found something new (``digest``: one numbered line per thing); the agent
+    chooses to do nothing, keep an intention, start a task, or (``may_speak``: the user is
+    there and may be spoken to) tell the user."""
+
+    digest: tuple[str, ...] = ()
+    may_speak: bool = True
     at: datetime = field(default_factory=utc_now)
 
     def prompt(self) -> str:
+        changed = "\n".join(self.digest) or "(nothing listed)"
+        if self.may_speak:
+            speak = (
+                "send_message only if the user would want to hear about one of the "
+                "actionable items now (a due intention, a clash, something coming up, an "
+                "event just passed to ask about, a task's result): one short sentence, "
+                "spoken first, so no greeting and no news they told you themselves"
+            )
+        else:
+            speak = "the user cannot be spoken to now, so no message"
         return (
-            f"[heartbeat {self.at.isoformat(timespec='minutes')}] No one spoke. Check whether "
-            "anything is due; reply with send_message only if the user should hear something."
+            f"[heartbeat {self.at.isoformat(timespec='minutes')}] No one spoke. What changed "
+            f"since you last looked:\n{changed}\n"
+            "Choose one: stay_quiet when nothing needs doing (most heartbeats); "
+            "set_intention to come back to something at a time (to ask how an event went, "
+            f"the day after it); {speak}."
         )
 
 
@@ -78,7 +97,20 @@ class MemoryChanged:
         return f"[the user changed a memory] {self.description}"
 
 
-Event = UserText | UserUtterance | HeartbeatTick | TaskFinished | MemoryChanged | ReminderDue
+@dataclass(frozen=True)
+class NotSaid:
+    """A message written at a heartbeat was not said to the user."""
+
+    reason: str
+    at: datetime = field(default_factory=utc_now)
+
+    def prompt(self) -> str:
+        return f"[your heartbeat message was not said: {self.reason}]"
+
+
+Event = (
+    UserText | UserUtterance | HeartbeatTick | TaskFinished | MemoryChanged | ReminderDue | NotSaid
+)
 
 
 def from_user(event: Event) -> bool:

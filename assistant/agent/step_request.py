@@ -41,6 +41,10 @@ class ReplyForm:
     admitting: bool = False
     # The person the message must name (naming.py).
     naming: str | None = None
+    # A heartbeat's step: held to the heartbeat's tools, with a message only when the user
+    # may be spoken to (``speak``).
+    tick: bool = False
+    speak: bool = False
 
 
 def form_for(text: str, tools: Mapping[str, Tool]) -> ReplyForm:
@@ -66,8 +70,10 @@ class StepRequests:
         self.max_tokens = max_tokens
         self.temperature = temperature
         self.tools = by_name(tools)
-        self.schema = action_schema(tools)
-        self.native_tools = native_tools(tools)
+        turn_tools = [tool for tool in tools if not tool.tick_only]
+        self.turn_tools = turn_tools
+        self.schema = action_schema(turn_tools)
+        self.native_tools = native_tools(turn_tools)
         # A step held to one tool (answering the user, or what routing.py chose): the same
         # action format, narrowed to that tool.
         self.narrowed = {tool.name: (action_schema([tool]), native_tools([tool])) for tool in tools}
@@ -81,6 +87,15 @@ class StepRequests:
         self.composing = action_schema(messages_only, opening=COMPOSED_PATTERN)
         # The answer asked for after one that made up what it was not told (grounding.py).
         self.admitting = action_schema(messages_only, opening=UNKNOWN_PATTERN)
+        # A heartbeat's choices: its own tools and a background task, and a message when the
+        # user may be spoken to (an agent with no heartbeat tools is offered every tool).
+        quiet = [t for t in tools if t.tick_only or t.name == "delegate_task"]
+        speaking = [*messages_only, *quiet]
+        self.ticks = {
+            False: (action_schema(quiet), native_tools(quiet)),
+            True: (action_schema(speaking), native_tools(speaking)),
+        }
+        self.has_tick_tools = any(t.tick_only for t in tools)
 
     def native(self) -> ToolCallingLLM | None:
         """The LLM when the tools go to it as native tool calls (asked anew each step)."""
@@ -106,6 +121,8 @@ class StepRequests:
             # questions (a step of 2-4 s) and then said it did not know what three hours are
             # in minutes.
             schema = self.grounded
+        if form.tick and self.has_tick_tools:
+            schema, tools = self.ticks[form.speak]
         if form.willing:
             schema = self.willing
         if form.admitting:
@@ -136,5 +153,5 @@ class StepRequests:
         if willing or only == "send_message":
             tools = [self.tools["send_message"]]
         else:
-            tools = [self.tools[only]] if only in self.tools else list(self.tools.values())
+            tools = [self.tools[only]] if only in self.tools else self.turn_tools
         return action_schema(tools, opening=saying(name, WILLING_PATTERN if willing else None))

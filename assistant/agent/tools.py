@@ -77,6 +77,9 @@ class Tool:
     # after it (the small models answered a reminder set with "I'm sorry, but I can't help
     # with that." in 4 of 5 probes, docs/BENCHMARKS.md, "Judgement").
     speaks_result: bool = False
+    # Offered only at a heartbeat (heartbeat_tools): not in the instructions nor a turn's
+    # schema, so a turn with the user reads the same prompt as before.
+    tick_only: bool = False
 
     def schema(self) -> dict[str, Any]:
         return strict_schema(self.arguments.model_json_schema())

@@ -3,7 +3,8 @@ window, wired to one LLM client and one embedder."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from datetime import datetime
 from pathlib import Path
 
 from assistant.agent.actions import Action
@@ -28,6 +29,7 @@ from memory.graph.store import GraphStore
 from memory.importance import ImportanceScale
 from memory.locking import WriteLock
 from memory.recall import RecallStore
+from memory.records import utc_now
 from memory.rerating import RATING_FILE, ImportanceRating
 from memory.stream import MemoryConfig, MemoryStream
 
@@ -43,6 +45,7 @@ def open_stores(
     core_memory_chars: int,
     graph_weight: float = 0.0,
     rate: bool = True,
+    clock: Callable[[], datetime] = utc_now,
 ) -> Stores:
     """The stores in ``data_dir``; ``graph_weight``: how much the knowledge graph's search
     adds to a memory's relevance; ``rate``: rate new memories' importance on the app's scale
@@ -59,6 +62,7 @@ def open_stores(
             if rate
             else None
         ),
+        clock=clock,
         config=MemoryConfig(graph_weight=graph_weight),
         graph=GraphRelevance(graph, RETRIEVAL_GRAPH_SEARCH),
     )
@@ -83,7 +87,7 @@ def open_agent(
     rebuilt from recall storage); ``background`` writes the summaries of compactions (None:
     only the blocking flush summarises, on ``llm``)."""
     context = ContextWindow(
-        instructions(tools),
+        instructions([tool for tool in tools if not tool.tick_only]),
         stores.core,
         ContextConfig(
             window_tokens=settings.llm.context_window,

@@ -81,6 +81,8 @@ ConversationRequest = Hello | Say | Draft | Cancel | Retry | Leave | Stop
 class HistoryItem(Wire):
     role: Role
     text: str
+    # Said first by the assistant at a heartbeat, unasked.
+    proactive: bool = False
 
 
 class Welcome(Wire):
@@ -141,6 +143,8 @@ class UserSaid(Wire):
 class ReplyStart(Wire):
     type: Literal["reply_start"] = "reply_start"
     turn: int
+    # A message the assistant says first (a heartbeat found something), not a reply.
+    proactive: bool = False
 
 
 class ReplyChunk(Wire):

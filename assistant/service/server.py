@@ -24,7 +24,7 @@ from collections.abc import Callable
 
 from assistant.config import LoadedConfig, settings_seen
 from assistant.garbage import settle_garbage, unsettle_garbage
-from assistant.protocol.common import MAX_LINE_BYTES, Notice
+from assistant.protocol.common import MAX_LINE_BYTES, Notice, Wire
 from assistant.protocol.conversation import (
     SENTENCE_ENDS,
     Bye,
@@ -49,6 +49,7 @@ from assistant.service.llm_state import LLMState
 from assistant.service.llms import STARTUP_ERRORS, LLMs
 from assistant.service.memory_relay import MemoryRelay
 from assistant.service.paths import OwnerLock, private_dir, socket_path
+from assistant.service.proactive_relay import ProactiveRelay
 from assistant.service.requests import Requests
 from assistant.service.session import Opening, Session, close_session, open_session
 from assistant.service.task_relay import TaskRelay
@@ -56,6 +57,7 @@ from assistant.service.turns import Turns
 from assistant.service.voice import VoiceBridge
 from assistant.service.voice_relay import VoiceRelay
 from memory.embedder import Embedder
+from voice.timing import Timings
 
 log = logging.getLogger(__name__)
 
@@ -116,8 +118,8 @@ class AssistantService:
             if settings.voice.enabled
             else None,
             broadcast,
-            lambda name, say, tell, timings: self.turns.accept(name, say, tell, timings),
-            lambda text, paused: self.drafts.read(text, speculate=paused),
+            self._accept,
+            self._draft,
             lambda turn, heard: self.turns.cut(turn, heard),
             lambda: self.turns.last,
         )
@@ -140,6 +142,15 @@ class AssistantService:
             self._stop.is_set,
         )
         self.drafts = Drafts(self.opening, self.llms, lambda: self.turns.busy, self.jobs.spawn)
+        self.proactive = ProactiveRelay(
+            settings,
+            self.opening,
+            self.turns,
+            self.voice,
+            broadcast,
+            self.jobs.from_thread,
+            lambda: len(self.hub.clients),
+        )
         self.config = ConfigWatch(loaded, reload, config_poll_s, broadcast, self.turns.switch)
         self.task_relay = TaskRelay(
             settings, broadcast, self.jobs.from_thread, self.turns.note, self.voice.say_aloud
@@ -265,6 +276,7 @@ class AssistantService:
             self.opening.opened(session)
         self.hub.broadcast(History(items=session.history()))
         self.memory.broadcast_stats()
+        self.proactive.start(session)
         self.task_relay.start(
             asyncio.get_running_loop(),
             session.tasks,
@@ -272,6 +284,8 @@ class AssistantService:
             self.approvals,
             session.after_turn,
             session.plan,
+            self.proactive.look,
+            session.clock,
         )
         self._voice_start = asyncio.create_task(self.voice.start())
         await self.llm.start(session)
@@ -313,12 +327,10 @@ class AssistantService:
         """Every request's handler: the conversation's here, the other domains' from their
         parts and desks."""
         add = self.requests.add
-        add(Say, lambda client, request: self.turns.accept(client.name, request, client.send))
+        add(Say, lambda client, request: self._accept(client.name, request, client.send))
         add(
             Draft,
-            lambda client, request: self.drafts.read(
-                request.text, speculate=request.text.endswith(SENTENCE_ENDS)
-            ),
+            lambda client, request: self._draft(request.text, request.text.endswith(SENTENCE_ENDS)),
         )
         add(Cancel, self._cancel)
         self.voice.register(self.requests, self.jobs.spawn)
@@ -328,6 +340,19 @@ class AssistantService:
         add(Hello, lambda client, request: client.send(ATTACHED_ALREADY))
         self.memory.register(self.requests)
         self.task_desk.register(self.requests)
+
+    def _accept(
+        self, name: str, say: Say, tell: Callable[[Wire], None], timings: Timings | None = None
+    ) -> None:
+        """A turn from a client or the microphone (a heartbeat's turn under way stops)."""
+        self.proactive.heard(say.text)
+        self.turns.accept(name, say, tell, timings)
+
+    def _draft(self, text: str, speculate: bool) -> None:
+        """Words being typed or spoken: a heartbeat's turn under way stops, and the draft is
+        read ahead."""
+        self.turns.user_active()
+        self.drafts.read(text, speculate)
 
     def _cancel(self, client: Client, request: Cancel) -> None:
         self.turns.cancel()

@@ -8,13 +8,18 @@ import asyncio
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import datetime, timedelta
 
 from assistant.agent.agent import Agent
 from assistant.agent.tools import TOOLS, Stores
 from assistant.agent.wiring import open_agent, open_stores
+from assistant.clock import shifted_clock
 from assistant.model_paths import ProfileModels
 from assistant.parts import load_embedder
+from assistant.proactive.agent_tools import heartbeat_tools
+from assistant.proactive.dots import Dots
+from assistant.proactive.intentions import IntentionStore
+from assistant.proactive.watch import Watch
 from assistant.protocol.conversation import HistoryItem
 from assistant.service.llms import LLMs
 from assistant.settings import Settings
@@ -23,7 +28,7 @@ from assistant.tasks.approvals import Approvals
 from assistant.tasks.day_plan import DayPlanner
 from assistant.tasks.manager import TaskLimits, TaskManager
 from assistant.tasks.records import TaskRecord
-from assistant.tasks.reminders import ReminderStore, local_now
+from assistant.tasks.reminders import ReminderStore
 from assistant.tasks.store import TaskStore
 from assistant.tasks.subagent import Budget, SubAgent
 from assistant.tasks.toolbox import Workspace
@@ -44,6 +49,10 @@ class Session:
     tasks: TaskManager
     reminders: ReminderStore
     planner: DayPlanner
+    intentions: IntentionStore
+    # What changed since the agent last looked (the heartbeat's digest).
+    watch: Watch
+    clock: Callable[[], datetime]
     # Reflection and the knowledge graph's learning start once background work has an LLM
     # server of its own (``learn``).
     reflection: ReflectionWorker | None = None
@@ -126,14 +135,17 @@ def open_session(
     waiting for the user's permission (the service relays them); ``on_task_finished`` and
     ``on_reminder_added`` are told when a task ends and when a reminder is added."""
     embedder = embedder or load_embedder(settings, ProfileModels(settings, on_progress).embedder())
+    clock = shifted_clock(settings.heartbeat.clock_offset_minutes)
     stores = open_stores(
         settings.data_dir,
         embedder,
         settings.agent.core_memory_chars,
         settings.agent.graph_weight if settings.agent.knowledge_graph else 0.0,
+        clock=clock,
     )
     data = settings.data_dir
     reminders = ReminderStore(data / "reminders.json")
+    intentions = IntentionStore(data / "intentions.json")
     limits = settings.tasks
 
     def sub_agent(record: TaskRecord, cancel: threading.Event) -> SubAgent:
@@ -143,7 +155,7 @@ def open_session(
             Workspace(
                 stores,
                 reminders,
-                local_now,
+                clock,
                 approvals,
                 allowed_paths=tuple(settings.tasks.allowed_paths),
                 mcp_servers=tuple(settings.tasks.mcp_servers),
@@ -171,22 +183,31 @@ def open_session(
     planner = DayPlanner(
         stores.stream,
         llms.for_background(),
-        local_now,
+        clock,
         about_user=lambda: stores.core.blocks["human"].value,
         context=lambda now: _day_context(reminders, tasks, now),
     )
-    extra = background_tools(
-        tasks, reminders, local_now, on_reminder_added, heard=lambda: agent.heard
-    )
+    extra = background_tools(tasks, reminders, clock, on_reminder_added, heard=lambda: agent.heard)
     agent = open_agent(
         settings,
         llms.llm,
         stores,
         llms.gate,
-        tools=(*TOOLS, *extra),
+        tools=(*TOOLS, *extra, *heartbeat_tools(intentions, clock)),
         background=llms.for_compaction(),
     )
-    return Session(settings, stores, agent, tasks, reminders, planner)
+    watch = Watch(
+        stores.stream,
+        reminders,
+        tasks.store,
+        intentions,
+        Dots(stores.stream, stores.graph if settings.agent.knowledge_graph else None),
+        data / "heartbeat.json",
+        clock,
+        plan_today=planner.today,
+        ahead=timedelta(minutes=settings.tasks.heartbeat_minutes),
+    )
+    return Session(settings, stores, agent, tasks, reminders, planner, intentions, watch, clock)
 
 
 def _day_context(reminders: ReminderStore, tasks: TaskManager, now: datetime) -> list[str]:

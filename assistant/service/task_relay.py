@@ -7,7 +7,7 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Callable
-from datetime import timedelta
+from datetime import datetime, timedelta
 
 from assistant.agent.events import MemoryChanged, ReminderDue
 from assistant.protocol.common import Notice, Wire
@@ -18,7 +18,7 @@ from assistant.settings import Settings
 from assistant.tasks.approvals import Approvals
 from assistant.tasks.heartbeat import Heartbeat, HeartbeatActions
 from assistant.tasks.manager import TaskManager
-from assistant.tasks.reminders import Reminder, ReminderStore, local_now
+from assistant.tasks.reminders import Reminder, ReminderStore
 
 log = logging.getLogger(__name__)
 
@@ -67,6 +67,8 @@ class TaskRelay:
         approvals: Approvals,
         reflect: Callable[[], None],
         plan: Callable[[], None],
+        look: Callable[[], None],
+        clock: Callable[[], datetime],
     ) -> None:
         """Delegated tasks start running; the heartbeat starts ticking (reminders due while
         the app was closed fire now, marked late)."""
@@ -86,9 +88,10 @@ class TaskRelay:
                 reflect=reflect,
                 waiting=lambda records: self._ask_again(approvals),
                 plan=plan,
+                look=look,
             ),
             timedelta(minutes=self.settings.tasks.heartbeat_minutes),
-            local_now,
+            clock,
         )
         self.jobs.append(asyncio.create_task(self.heartbeat.run()))
 

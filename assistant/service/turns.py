@@ -13,12 +13,15 @@ from dataclasses import dataclass, field
 
 from assistant.agent.events import (
     Event,
+    HeartbeatTick,
     MemoryChanged,
+    NotSaid,
     ReminderDue,
     TaskFinished,
     UserText,
     UserUtterance,
 )
+from assistant.agent.turn import Turn as AgentTurn
 from assistant.protocol.common import Notice, Wire
 from assistant.protocol.conversation import (
     MAX_SAY_CHARS,
@@ -49,6 +52,9 @@ class QueuedTurn:
     timings: Timings | None = None
     # Set for a turn no one said: what woke the agent (a task finished).
     event: Event | None = None
+    # A heartbeat's turn: its reply is held, not streamed, and handed here when the turn
+    # ends (whoever queued it decides whether it is said).
+    held: Callable[[int, AgentTurn], None] | None = None
 
 
 @dataclass
@@ -64,7 +70,7 @@ class Note:
     """Something for the agent's next turn (the user changed a memory, a reminder fired),
     told between turns."""
 
-    event: MemoryChanged | ReminderDue
+    event: MemoryChanged | ReminderDue | NotSaid
 
 
 @dataclass
@@ -77,6 +83,8 @@ class RunningTurn:
     turn: int
     cancel: threading.Event
     started_at: float = field(default_factory=time.monotonic)
+    # A heartbeat's turn, which the user's words stop.
+    heartbeat: bool = False
 
 
 Job = QueuedTurn | SwitchEndpoint | HeardOnly | Note
@@ -137,6 +145,7 @@ class Turns:
         if self.opening.failed():
             tell(Notice(text=f"not sent: {self.llm.text}", level="error"))
             return
+        self.user_active()
         self.last += 1
         said = say.model_copy(update={"text": text})
         self.broadcast(
@@ -152,7 +161,24 @@ class Turns:
         self.waiting.append(job)
         self.queue.put_nowait(job)
 
-    def note(self, event: MemoryChanged | ReminderDue) -> None:
+    def user_active(self) -> None:
+        """The user speaks or sends words: a heartbeat's turn under way stops (what it
+        found is looked at again at the next heartbeat)."""
+        if self.running is not None and self.running.heartbeat:
+            self.running.cancel.set()
+
+    def heartbeat(self, event: HeartbeatTick, held: Callable[[int, AgentTurn], None]) -> bool:
+        """Queue a heartbeat's turn when no other runs or waits; ``held`` gets its reply.
+        False when the agent is busy (the next heartbeat looks again)."""
+        if self.busy or self.opening.session is None or self.stopping():
+            return False
+        self.last += 1
+        job = QueuedTurn(self.last, Say(text="[heartbeat]"), event=event, held=held)
+        self.waiting.append(job)
+        self.queue.put_nowait(job)
+        return True
+
+    def note(self, event: MemoryChanged | ReminderDue | NotSaid) -> None:
         """Tell the agent before its next turn."""
         self.queue.put_nowait(Note(event))
 
@@ -215,8 +241,11 @@ class Turns:
             self.idle()
 
     async def _reply(self, session: Session, job: QueuedTurn) -> None:
-        running = RunningTurn(job.turn, threading.Event())
+        running = RunningTurn(job.turn, threading.Event(), heartbeat=job.held is not None)
         self.running = running
+        if job.held is not None:
+            await self._held(session, job, running)
+            return
         self.broadcast(ReplyStart(turn=job.turn))
         say = job.say
         event = job.event or (
@@ -262,6 +291,16 @@ class Turns:
         if job.event is None:
             session.heard(say.text)
         session.after_turn()
+        self.stats()
+
+    async def _held(self, session: Session, job: QueuedTurn, running: RunningTurn) -> None:
+        """A heartbeat's turn: nothing is shown or spoken while it runs."""
+        assert job.event is not None and job.held is not None
+        try:
+            turn = await asyncio.to_thread(session.agent.respond, job.event, cancel=running.cancel)
+        finally:
+            self.running = None
+        job.held(job.turn, turn)
         self.stats()
 
     def work(self) -> list[Work]:

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import time
 from collections.abc import Callable, Coroutine
 from pathlib import Path
 from typing import Any
@@ -69,6 +70,9 @@ class VoiceRelay:
         self.settled = asyncio.Event()
         # The turn whose reply is being spoken, and its speech.
         self.speaking: tuple[int, ReplySpeech] | None = None
+        # When the microphone last heard the user (time.monotonic()), for whether they are
+        # there.
+        self.last_heard: float | None = None
 
     @property
     def loop(self) -> VoiceLoop | None:
@@ -149,9 +153,11 @@ class VoiceRelay:
             case LevelChanged():
                 self._set(level_dbfs=event.dbfs)
             case Heard():
+                self.last_heard = time.monotonic()
                 said = Say(text=event.transcript.text, confidence=event.transcript.confidence)
                 self.accept("voice", said, self.broadcast, event.timings)
             case HeardSoFar():
+                self.last_heard = time.monotonic()
                 # Words heard while the user speaks are read ahead like a typed draft; at a
                 # pause they are likely the turn, and its reply is asked for while the
                 # end-of-turn silence runs out.

@@ -1,7 +1,8 @@
 """The heartbeat: every ``interval`` (and on demand, and the moment a reminder comes due) the
 service checks what it has to do: due reminders fire, tasks waiting for the user are brought
-up again, reflection runs if its threshold is met, and the day plan is made or revised if that
-is due. A tick with nothing to do asks no LLM anything: each part only acts on what it finds."""
+up again, reflection runs if its threshold is met, the day plan is made or revised if that
+is due, and what changed since the agent last looked wakes it (assistant/proactive). A tick
+with nothing to do asks no LLM anything: each part only acts on what it finds."""
 
 from __future__ import annotations
 
@@ -39,6 +40,8 @@ class HeartbeatActions:
     waiting: Callable[[list[TaskRecord]], None] = lambda records: None
     # Planning that is due (today's plan, a re-plan, the next hours) starts in the background.
     plan: Callable[[], None] = lambda: None
+    # What changed since the agent last looked wakes it (nothing new asks no LLM anything).
+    look: Callable[[], None] = lambda: None
 
 
 class Heartbeat:
@@ -76,6 +79,7 @@ class Heartbeat:
         # Reflection counts the importance it has seen; below its threshold this is a no-op.
         self.actions.reflect()
         self.actions.plan()
+        self.actions.look()
         log.debug("heartbeat: %d reminders, %d waiting", len(report.reminders), len(report.waiting))
         return report
 

@@ -10,9 +10,9 @@ import threading
 from datetime import datetime, timedelta
 from pathlib import Path
 
-from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError
+from pydantic import BaseModel, ConfigDict, Field
 
-from memory.files import atomic_file
+from assistant.json_list import JsonList
 from memory.records import utc_now
 from memory.timeparse import resolve_event_time
 
@@ -60,9 +60,6 @@ class Reminder(BaseModel):
             return f"Reminder: {self.text}"
         due = self.due_at.astimezone().strftime("%H:%M on %b %d")
         return f"Reminder (late, it was due at {due} while Brain OS was not running): {self.text}"
-
-
-_LIST = TypeAdapter(list[Reminder])
 
 
 def spoken_time(due: datetime, now: datetime) -> str:
@@ -158,18 +155,10 @@ class ReminderStore:
     def __init__(self, path: Path) -> None:
         self.path = path
         self._lock = threading.Lock()
-        self._reminders: list[Reminder] = []
+        self._file = JsonList(path, Reminder, "reminders")
+        self._reminders = self._file.items
         # What went wrong opening the file, for the user (it was moved aside, not lost).
-        self.problem: str | None = None
-        if path.exists():
-            try:
-                self._reminders = _LIST.validate_json(path.read_bytes())
-            except (ValidationError, OSError) as error:
-                aside = path.with_suffix(".json.unreadable")
-                path.replace(aside)
-                first = str(error).splitlines()[0]
-                self.problem = f"the reminders file was unreadable ({first}); moved to {aside}"
-                log.warning(self.problem)
+        self.problem = self._file.problem
 
     def add(self, text: str, due_at: datetime, source: str = "agent") -> Reminder:
         text = " ".join(text.split())
@@ -207,5 +196,4 @@ class ReminderStore:
             self._save()
 
     def _save(self) -> None:
-        with atomic_file(self.path, mode=0o600) as file:
-            file.write(_LIST.dump_json(self._reminders, indent=1).decode())
+        self._file.save()

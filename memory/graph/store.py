@@ -28,7 +28,7 @@ from memory.embedder import Embedder
 from memory.history import HISTORY_SCHEMA, History
 from memory.locking import WriteLock
 from memory.records import TIMESTAMP, _aware, utc_now
-from memory.table import Table, in_list, quote
+from memory.table import Table, in_list, quote, timestamp_literal
 
 
 @dataclass(frozen=True)
@@ -311,6 +311,18 @@ class GraphStore:
             return set()
         rows = self.episodes.query(in_list("id", record_ids), ["id"]).to_pylist()
         return {row["id"] for row in rows}
+
+    def triplets_from(self, record_ids: Sequence[str]) -> dict[str, list[str]]:
+        """The triplets each of ``record_ids`` gave, for those the extraction has read."""
+        if not record_ids:
+            return {}
+        rows = self.episodes.query(in_list("id", record_ids), ["id", "triplets"]).to_pylist()
+        return {row["id"]: list(row["triplets"] or ()) for row in rows}
+
+    def retired_since(self, moment: datetime) -> list[Triplet]:
+        """The facts that stopped holding at or after ``moment`` (replaced or ended)."""
+        where = f"valid_until >= {timestamp_literal(moment)}"
+        return [_triplet(row) for row in self.triplets.query(where, TRIPLET_COLUMNS).to_pylist()]
 
     def read_count(self, documents: bool = False) -> int:
         """How many memories the graph has read, or with ``documents`` how many document

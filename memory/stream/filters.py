@@ -5,9 +5,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import datetime
 
-from memory.mirror import to_us
 from memory.records import Kind
-from memory.table import in_list, quote
+from memory.table import in_list, quote, timestamp_literal
 
 
 @dataclass(frozen=True)
@@ -35,8 +34,3 @@ class Filters:
                 "(" + " OR ".join(f"array_has(sources, {quote(s)})" for s in self.sources) + ")"
             )
         return " AND ".join(clauses) or None
-
-
-def timestamp_literal(moment: datetime) -> str:
-    """``moment`` as a UTC timestamp in a LanceDB filter."""
-    return f"arrow_cast({to_us(moment)}, 'Timestamp(Microsecond, Some(\"UTC\"))')"

@@ -25,9 +25,8 @@ from memory.records import (
 )
 from memory.rerating import ImportanceRating, Rerating
 from memory.stream.config import MemoryConfig
-from memory.stream.filters import timestamp_literal
 from memory.stream.stored import MemoryRequestError, StoredRecords
-from memory.table import in_list, quote
+from memory.table import in_list, quote, timestamp_literal
 from memory.text import MAX_EMBED_CHARS, storable_text
 from memory.timeparse import resolve_event_time
 
