@@ -368,11 +368,15 @@ class HeartbeatSettings(Section):
         "heartbeats by day; use a data folder of its own).",
     )
 
-    @field_validator("quiet_hours")
+    @field_validator("quiet_hours", mode="before")
     @classmethod
-    def _hours(cls, value: str) -> str:
-        quiet_hours(value)  # raises ValueError with the reason
-        return value.strip()
+    def _hours(cls, value: object) -> object:
+        if value is None:  # an empty flag or variable: no quiet hours
+            return ""
+        if isinstance(value, str):
+            quiet_hours(value)  # raises ValueError with the reason
+            return value.strip()
+        return value
 
 
 class ServiceSettings(Section):

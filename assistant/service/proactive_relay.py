@@ -79,6 +79,10 @@ class ProactiveRelay:
         log.info("heartbeat: %d new (%d actionable)", len(digest.items), len(digest.actionable))
         self._wake(digest)
 
+    def said_first(self) -> set[str]:
+        """The messages said first (for the history a window is shown)."""
+        return {said.text for said in self.gate.ledger.said} if self.gate is not None else set()
+
     def heard(self, text: str) -> None:
         """The user's words (typed or spoken): a heartbeat's turn stops, and "not now" just
         after a proactive message silences them for a while."""

@@ -274,7 +274,7 @@ class AssistantService:
             return
         finally:
             self.opening.opened(session)
-        self.hub.broadcast(History(items=session.history()))
+        self.hub.broadcast(History(items=session.history(self.proactive.said_first())))
         self.memory.broadcast_stats()
         self.proactive.start(session)
         self.task_relay.start(
@@ -313,7 +313,7 @@ class AssistantService:
                 text=self.llm.text,
                 endpoint=self.llms.describe_endpoint(),
                 background=self.config.settings.service.background,
-                history=session.history() if session is not None else [],
+                history=session.history(self.proactive.said_first()) if session is not None else [],
                 voice=self.voice.status,
                 memory=self.memory.stats(),
                 settings=settings_seen(self.config.settings),

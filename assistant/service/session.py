@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
@@ -39,6 +39,8 @@ from models import ProgressCallback
 
 # The conversation's messages a client is shown when it attaches.
 HISTORY_SHOWN = 40
+# How a heartbeat's event reads in recall storage (events.HeartbeatTick.prompt).
+HEARTBEAT_MARK = "[heartbeat "
 
 
 @dataclass
@@ -90,15 +92,25 @@ class Session:
             )
             self.graph_learner = GraphLearner(graph, self.stores.stream, self.stores.archival)
 
-    def history(self, limit: int = HISTORY_SHOWN) -> list[HistoryItem]:
+    def history(
+        self, said_first: Collection[str] = (), limit: int = HISTORY_SHOWN
+    ) -> list[HistoryItem]:
         """The last ``limit`` user and assistant messages, oldest first, as clients show
-        them."""
-        messages = [
-            HistoryItem(role="user" if m.role == "user" else "assistant", text=m.text)
-            for m in self.stores.recall.recent(limit * 3)
-            if m.role in ("user", "assistant")
-        ]
-        return messages[-limit:]
+        them. A message the agent wrote at a heartbeat is shown only if it was said
+        (``said_first``: the texts said first), marked so."""
+        items: list[HistoryItem] = []
+        at_heartbeat = False
+        for message in self.stores.recall.recent(limit * 3):
+            if message.role == "system":
+                at_heartbeat = message.text.startswith(HEARTBEAT_MARK)
+            elif message.role == "user":
+                at_heartbeat = False
+                items.append(HistoryItem(role="user", text=message.text))
+            elif message.role == "assistant" and not at_heartbeat:
+                items.append(HistoryItem(role="assistant", text=message.text))
+            elif message.role == "assistant" and message.text in said_first:
+                items.append(HistoryItem(role="assistant", text=message.text, proactive=True))
+        return items[-limit:]
 
     def after_turn(self) -> None:
         """New memories were added: reflect if their importance reached the threshold, and
