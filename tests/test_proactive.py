@@ -24,6 +24,7 @@ from assistant.proactive.dots import Dots
 from assistant.proactive.gate import GateRules, ProactiveGate, asks_for_quiet
 from assistant.proactive.intentions import IntentionError, IntentionStore
 from assistant.proactive.watch import Watch
+from assistant.service.session import REMINDED_WITHIN
 from assistant.tasks.reminders import ReminderStore
 from assistant.tasks.store import TaskStore
 from memory.stream import MemoryStream
@@ -41,13 +42,14 @@ def clock() -> Clock:
     return Clock(FRIDAY)
 
 
-def watch_on(stream: MemoryStream, folder: Path, clock: Clock, graph: bool = False) -> Watch:
+def watch_on(stream: MemoryStream, folder: Path, clock: Clock) -> Watch:
+    reminders = ReminderStore(folder / "reminders.json")
     return Watch(
         stream,
-        ReminderStore(folder / "reminders.json"),
+        reminders,
         TaskStore(folder / "tasks"),
         IntentionStore(folder / "intentions.json"),
-        Dots(stream, None),
+        Dots(stream, None, lambda when: reminders.set_before(when, REMINDED_WITHIN)),
         folder / "heartbeat.json",
         clock,
     )
@@ -173,6 +175,17 @@ def test_an_event_told_earlier_is_coming_up_and_then_asked_about(
     clock.now = datetime(2026, 11, 29, 10, 0, tzinfo=LISBON)  # Sunday morning
     passed = watch.look()
     assert [i.kind for i in passed.items] == ["passed"] and passed.items[0].actionable
+
+
+def test_an_event_a_reminder_covers_is_not_brought_up(
+    stream: MemoryStream, tmp_path: Path, clock: Clock
+) -> None:
+    stream.add("User: Marta's recital is on Saturday at 6 pm.", source="user")
+    watch = watch_on(stream, tmp_path, clock)
+    watch.look()
+    watch.reminders.add("leave for Marta's recital", datetime(2026, 11, 28, 17, 15, tzinfo=LISBON))
+    clock.now = datetime(2026, 11, 28, 9, 0, tzinfo=LISBON)
+    assert watch.look().empty
 
 
 def test_an_event_the_user_already_told_of_is_not_asked_about(

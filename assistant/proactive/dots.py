@@ -5,7 +5,7 @@ replaced an older one (the knowledge graph's)."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
@@ -45,9 +45,17 @@ class Event:
 
 
 class Dots:
-    def __init__(self, stream: MemoryStream, graph: GraphStore | None) -> None:
+    def __init__(
+        self,
+        stream: MemoryStream,
+        graph: GraphStore | None,
+        reminded: Callable[[datetime], bool] = lambda when: False,
+    ) -> None:
+        """``reminded``: a reminder is set for shortly before that time (an event it covers
+        is handled: nothing to bring up)."""
         self.stream = stream
         self.graph = graph
+        self.reminded = reminded
         # Vectors fetched during one ``find`` (listings carry none).
         self._vectors: dict[str, np.ndarray] = {}
 
@@ -109,7 +117,9 @@ class Dots:
                 actionable=True,
             )
             for e in events
-            if now < e.when <= now + UPCOMING_WITHIN and e.record.created_at <= now - TOLD_BEFORE
+            if now < e.when <= now + UPCOMING_WITHIN
+            and e.record.created_at <= now - TOLD_BEFORE
+            and not self.reminded(e.when)
         ]
 
     def _passed(self, events: list[Event], now: datetime) -> list[Item]:

@@ -118,6 +118,12 @@ class ProactiveGate:
         log.info("proactive messages paused until %s", until.isoformat(timespec="minutes"))
         return until
 
+    def quiet_now(self) -> bool:
+        """The user's "not now" holds now."""
+        with self._lock:
+            until = self.ledger.quiet_until
+        return until is not None and self.clock() < until
+
     def last_said(self) -> Said | None:
         with self._lock:
             return self.ledger.said[-1] if self.ledger.said else None

@@ -144,7 +144,6 @@ class AssistantService:
         self.drafts = Drafts(self.opening, self.llms, lambda: self.turns.busy, self.jobs.spawn)
         self.proactive = ProactiveRelay(
             settings,
-            self.opening,
             self.turns,
             self.voice,
             broadcast,

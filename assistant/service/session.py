@@ -37,6 +37,8 @@ from memory.graph.graph import GraphLearner, KnowledgeGraph
 from memory.reflection import ReflectionWorker, Reflector
 from models import ProgressCallback
 
+# A reminder this long before an event covers it (the heartbeat does not bring it up).
+REMINDED_WITHIN = timedelta(hours=6)
 # The conversation's messages a client is shown when it attaches.
 HISTORY_SHOWN = 40
 # How a heartbeat's event reads in recall storage (events.HeartbeatTick.prompt).
@@ -141,13 +143,16 @@ def open_session(
     on_reminder_added: Callable[[], None] = lambda: None,
     embedder: Embedder | None = None,
     on_progress: ProgressCallback | None = None,
+    clock: Callable[[], datetime] | None = None,
 ) -> Session:
     """The stores and the agent (no LLM needed yet: events are recorded either way), with
     the tasks, reminders and day planner beside it. ``approvals``: the questions of sub-agents
     waiting for the user's permission (the service relays them); ``on_task_finished`` and
-    ``on_reminder_added`` are told when a task ends and when a reminder is added."""
+    ``on_reminder_added`` are told when a task ends and when a reminder is added; ``clock``:
+    the time the session goes by (default: the computer's, shifted by
+    ``heartbeat.clock_offset_minutes``)."""
     embedder = embedder or load_embedder(settings, ProfileModels(settings, on_progress).embedder())
-    clock = shifted_clock(settings.heartbeat.clock_offset_minutes)
+    clock = clock or shifted_clock(settings.heartbeat.clock_offset_minutes)
     stores = open_stores(
         settings.data_dir,
         embedder,
@@ -213,7 +218,11 @@ def open_session(
         reminders,
         tasks.store,
         intentions,
-        Dots(stores.stream, stores.graph if settings.agent.knowledge_graph else None),
+        Dots(
+            stores.stream,
+            stores.graph if settings.agent.knowledge_graph else None,
+            reminded=lambda when: reminders.set_before(when, REMINDED_WITHIN),
+        ),
         data / "heartbeat.json",
         clock,
         plan_today=planner.today,

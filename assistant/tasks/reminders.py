@@ -176,6 +176,11 @@ class ReminderStore:
             waiting = [r for r in self._reminders if r.fired_at is None]
         return sorted(waiting, key=lambda r: r.due_at)
 
+    def set_before(self, when: datetime, within: timedelta) -> bool:
+        """A reminder, fired or not, is due in the ``within`` before ``when``."""
+        with self._lock:
+            return any(when - within <= r.due_at <= when for r in self._reminders)
+
     def next_due(self) -> datetime | None:
         pending = self.pending()
         return pending[0].due_at if pending else None
