@@ -123,7 +123,10 @@ class Host:
     """The app's agent, stores and planner (``open_session``) on a fresh data folder, its LLM
     the profile's running local server."""
 
-    def __init__(self, settings: Any, folder: Path, client: Any, embedder: Any) -> None:
+    def __init__(
+        self, settings: Any, folder: Path, client: Any, embedder: Any, clock: Any = None
+    ) -> None:
+        """``clock``: the time the session goes by (default: the computer's)."""
         from assistant.service.llms import LLMs
         from assistant.service.session import open_session
         from assistant.tasks.approvals import Approvals
@@ -132,7 +135,9 @@ class Host:
         self.llms = LLMs(settings)
         self.llms.llm.use(client)
         self.llms.background.use(client)
-        self.session = open_session(settings, self.llms, Approvals(), embedder=embedder)
+        self.session = open_session(
+            settings, self.llms, Approvals(), embedder=embedder, clock=clock
+        )
         self.agent = self.session.agent
         self.stream = self.session.stores.stream
         self.planner = self.session.planner

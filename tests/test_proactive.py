@@ -112,7 +112,7 @@ def test_new_memories_and_due_intentions_are_given_once(
     kinds = {item.kind: item for item in digest.items}
     assert set(kinds) == {"memory", "intention"}
     assert kinds["intention"].actionable and not kinds["memory"].actionable
-    assert digest.lines()[0].startswith("1. (your intention is due) Ask Beatrix's news")
+    assert digest.lines()[0] == "1. (your intention, due now: do it) Ask Beatrix's news"
     watch.given(digest)
     clock.advance(minutes=5)
     assert watch.look().empty
@@ -339,10 +339,10 @@ def test_digest_lines_put_what_may_need_the_user_first() -> None:
         FRIDAY,
         (
             Item("memory:1", "memory", "User: I like tea."),
-            Item("clash:1:2", "clash", "dentist | recital | both at Tue 15:00", True),
+            Item("clash:1:2", "clash", "dentist and recital: both at Tue 15:00", True),
         ),
     )
     assert digest.lines() == [
-        "1. (clash) dentist | recital | both at Tue 15:00",
+        "1. (clash, tell the user these overlap) dentist and recital: both at Tue 15:00",
         "2. (new memory) User: I like tea.",
     ]

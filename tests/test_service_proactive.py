@@ -80,6 +80,7 @@ async def test_a_tick_with_nothing_new_asks_the_llm_nothing(
     loaded, service, endpoint = running
     client = await ServiceClient.connect(loaded, "tui", start=False)
     await session_of(service)
+    await ticked(client, service)  # the first look: what was there before is not news
     await client.send(Say(text="I like green tea.", ref="s"))
     await until(client, lambda u: isinstance(u, ReplyEnd))
     await ticked(client, service)  # the new memory is news: the agent looks once
@@ -104,7 +105,7 @@ async def test_a_due_intention_is_said_first_marked_and_kept_in_the_history(
     start = next(u for u in seen if isinstance(u, ReplyStart))
     assert start.proactive and seen[-1].text == ASKED  # type: ignore[union-attr]
     (request,) = heartbeat_requests(endpoint)
-    assert "(your intention is due) Ask how Marta's recital went" in json.dumps(request)
+    assert "(your intention, due now: do it) Ask how Marta's recital went" in json.dumps(request)
     assert session.intentions.due(session.clock()) == [], "brought back once"
     # A window opened later (before the first leaves: the last one out stops the service).
     again = await ServiceClient.connect(loaded, "tui-2", start=False)

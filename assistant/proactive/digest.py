@@ -16,23 +16,27 @@ ItemKind = Literal[
     "intention",
     "reminder",
     "task",
+    "waiting",
     "plan",
     "clash",
     "upcoming",
     "passed",
 ]
-# How each kind reads in the digest.
+# How each kind reads in the digest: what it is, and for what may need the user, what a
+# person would do about it (without the hint the 0.5B model said a clash's first event back,
+# "I have the dentist on Thursday at 3 pm.", and copied an intention's due time into it).
 LABELS: dict[ItemKind, str] = {
     "memory": "new memory",
     "link": "connected",
     "changed": "fact changed",
-    "intention": "your intention is due",
-    "reminder": "reminder within the hour (it will fire by itself)",
-    "task": "background task",
+    "intention": "your intention, due now: do it",
+    "reminder": "reminder within the hour, it fires by itself",
+    "task": "background task finished, the user not yet told: tell them the result",
+    "waiting": "background task waiting for the user",
     "plan": "plan starting",
-    "clash": "clash",
-    "upcoming": "coming up",
-    "passed": "event just passed",
+    "clash": "clash, tell the user these overlap",
+    "upcoming": "coming up, remind the user",
+    "passed": "just happened, ask the user how it went",
 }
 LINE_CHARS = 240
 

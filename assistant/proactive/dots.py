@@ -31,6 +31,8 @@ PASSED_BEFORE = timedelta(hours=36)
 FOLLOWED_UP_COSINE = 0.55
 # The events looked at: the latest by event time (sorted there, future ones come first).
 EVENTS_LOOKED_AT = 200
+# How the agent's journal writes the user's words into the stream (Journal.observe).
+USER_PREFIX = "User: "
 # Facts linked to one new memory, at most.
 LINKS_PER_MEMORY = 2
 # What the user said, and what was drawn from it, is about their world; the assistant's own
@@ -101,7 +103,7 @@ class Dots:
                     Item(
                         f"clash:{first}:{second}",
                         "clash",
-                        f"{_said(event.record)} | {_said(other.record)} | both at "
+                        f"{said(event.record)} and {said(other.record)}: both at "
                         f"{_at(event.when, now)}",
                         actionable=True,
                     )
@@ -113,7 +115,7 @@ class Dots:
             Item(
                 f"upcoming:{e.record.id}",
                 "upcoming",
-                f"{_said(e.record)} ({_at(e.when, now)})",
+                f"{said(e.record)} ({_at(e.when, now)})",
                 actionable=True,
             )
             for e in events
@@ -138,7 +140,7 @@ class Dots:
                 Item(
                     f"passed:{event.record.id}",
                     "passed",
-                    f"{_said(event.record)} (was {_at(event.when, now)})",
+                    f"{said(event.record)} (was {_at(event.when, now)})",
                     actionable=True,
                 )
             )
@@ -162,7 +164,7 @@ class Dots:
                     Item(
                         f"link:{record.id}:{fact.id}",
                         "link",
-                        f"{_said(record)} | known before: {fact.describe()}",
+                        f"{said(record)} | known before: {fact.describe()}",
                     )
                 )
         return items
@@ -192,8 +194,12 @@ class Dots:
         return float(a @ b) / norm if norm else 0.0
 
 
-def _said(record: MemoryRecord) -> str:
-    return record.text
+def said(record: MemoryRecord) -> str:
+    """A memory as the digest quotes it: the user's words as they said them."""
+    text = record.text
+    if text.startswith(USER_PREFIX):
+        return f'the user said "{text[len(USER_PREFIX) :]}"'
+    return text
 
 
 def _at(when: datetime, now: datetime) -> str:

@@ -15,7 +15,7 @@ from pydantic import BaseModel
 
 from assistant.json_list import load_state, save_state
 from assistant.proactive.digest import Digest, Item
-from assistant.proactive.dots import Dots
+from assistant.proactive.dots import Dots, said
 from assistant.proactive.intentions import IntentionStore
 from assistant.tasks.day_plan import PlanPiece
 from assistant.tasks.reminders import ReminderStore
@@ -75,9 +75,9 @@ class Watch:
             self.given(Digest(now))
             since = now
         new = self._new_memories(since)
-        items = [Item(f"memory:{r.id}", "memory", r.text) for r in new]
+        items = [Item(f"memory:{r.id}", "memory", said(r)) for r in new]
         items += [
-            Item(f"intention:{i.id}", "intention", f"{i.text} (due {i.due_at:%a %H:%M})", True)
+            Item(f"intention:{i.id}", "intention", i.text, actionable=True)
             for i in self.intentions.due(now)
         ]
         items += [
