@@ -28,7 +28,7 @@ RECENCY_DECAY_PER_HOUR = 0.995
 # memory that helped often cannot outweigh relevance forever.
 UTILITY_BOUND = 5.0
 # The utility weight chosen on the LoCoMo dev set (docs/BENCHMARKS.md, "Utility").
-UTILITY_WEIGHT = 0.1
+UTILITY_WEIGHT = 0.05
 TIED_VALUE = 0.0
 MICROSECONDS_PER_HOUR = 3_600_000_000
 
