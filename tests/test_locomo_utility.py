@@ -10,7 +10,15 @@ from pathlib import Path
 import pytest
 
 from benchmarks.locomo import CONFIGURATIONS, Question, Tally, load_conversations, run
-from benchmarks.locomo_utility import BASES, Run, chosen_weight, split, sweep, to_json
+from benchmarks.locomo_utility import (
+    BASES,
+    Run,
+    chosen_weight,
+    format_table,
+    split,
+    sweep,
+    to_json,
+)
 from memory.embedder import OnnxSentenceEmbedder
 from tests.test_locomo_benchmark import locomo_sample
 
@@ -69,3 +77,6 @@ def test_the_sweep_measures_the_held_out_half_and_gives_feedback_on_the_rest(
     first = report["utility"]["agent"]["1.0"]
     assert set(first["recall"]) == {"1", "10"}
     assert set(first["feedback"]["retrieve_ms"]) == {"median", "p95"}
+    table = format_table(swept)
+    assert "retrieve ms median / p95" in table and "held-out questions: 1;" in table
+    assert len([line for line in table.splitlines() if line.startswith("| agent |")]) == 2
