@@ -42,6 +42,11 @@ them; ``--samples`` picks conversations; ``--keep DIR`` keeps each conversation'
 graph there and reuses them next time (an interrupted graph goes on where it stopped);
 ``--batch`` sets the memories per extraction request.
 
+``--utility-weights W ...`` runs, instead of the configurations, the utility sweep of
+``benchmarks/locomo_utility.py``: usage simulated on half of each conversation's questions,
+recall measured on the other half for each utility weight (0 among them), the weight that
+keeps recall chosen; ``--json`` prints its figures, the table a median and p95 per time.
+
 ``--configurations NAME ...`` runs only some of them. ``best`` is the configuration with the
 highest "all" recall averaged over the requested k. The
 human table goes to stdout with the median time of one ``retrieve`` call (the question's
@@ -536,6 +541,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     )
     parser.add_argument("--json", action="store_true", help="print one JSON object")
     parser.add_argument(
+        "--utility-weights",
+        type=float,
+        nargs="+",
+        help="instead of the configurations, the utility sweep over these weights "
+        "(0 among them; benchmarks/locomo_utility.py)",
+    )
+    parser.add_argument(
         "--graph",
         action="store_true",
         help="also the configurations with knowledge-graph search; the graph is learnt with "
@@ -557,6 +569,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if min(args.k) < 1 or (args.turns is not None and args.turns < 1) or args.batch < 1:
         parser.error("--k, --turns and --batch must be at least 1")
+    if args.utility_weights is not None and 0.0 not in args.utility_weights:
+        parser.error("--utility-weights needs 0 among them, to compare with")
     chosen = [
         c
         for c in CONFIGURATIONS
@@ -584,6 +598,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     except (ConfigError, ModelError) as error:
         print(f"error: {error}", file=sys.stderr)
         return 2
+    if args.utility_weights is not None:
+        return _utility_sweep(conversations, embedder, args.k, args.utility_weights, args.json)
     if args.keep:
         args.keep.mkdir(parents=True, exist_ok=True)
     with ExitStack() as resources:
@@ -602,6 +618,24 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(format_table(results, timings, question_counts(conversations)))
         if cost is not None:
             print(format_cost(cost))
+    return 0
+
+
+def _utility_sweep(
+    conversations: Sequence[Conversation],
+    embedder: Embedder,
+    ks: Sequence[int],
+    weights: Sequence[float],
+    as_json: bool,
+) -> int:
+    # Imported here: the sweep module builds on this one.
+    from benchmarks import locomo_utility
+
+    runs = locomo_utility.sweep(conversations, embedder, ks, list(dict.fromkeys(weights)), True)
+    if as_json:
+        print(json.dumps(locomo_utility.to_json(runs)))
+    else:
+        print(locomo_utility.format_table(runs))
     return 0
 
 

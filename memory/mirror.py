@@ -36,7 +36,16 @@ from numpy.typing import NDArray
 from memory.records import KINDS, Kind
 from memory.stored_rows import StoredRows
 
-COLUMNS = ["id", "kind", "importance", "last_accessed_at", "created_at", "pinned", "deleted"]
+COLUMNS = [
+    "id",
+    "kind",
+    "importance",
+    "utility",
+    "last_accessed_at",
+    "created_at",
+    "pinned",
+    "deleted",
+]
 VECTOR_COLUMNS = [*COLUMNS, "vector", "text"]
 # The first word of a text, after any opening quotes or brackets: what a name in a question is
 # matched against (the same pattern runs in Python and in Arrow's RE2).
@@ -46,6 +55,7 @@ KIND_CODES: dict[str, int] = {kind: code for code, kind in enumerate(KINDS)}
 _SCALARS: dict[str, type[np.generic]] = {
     "kind": np.int8,
     "importance": np.float64,
+    "utility": np.float64,
     "last_accessed_us": np.int64,
     "created_us": np.int64,
     "pinned": np.bool_,
@@ -89,6 +99,7 @@ class RecordMirror:
         self.layout_version = 0
         self.kind = np.zeros(0, dtype=np.int8)
         self.importance = np.zeros(0, dtype=np.float64)
+        self.utility = np.zeros(0, dtype=np.float64)
         self.last_accessed_us = np.zeros(0, dtype=np.int64)
         self.created_us = np.zeros(0, dtype=np.int64)
         self.pinned = np.zeros(0, dtype=bool)
@@ -118,6 +129,7 @@ class RecordMirror:
         self._buffers = {
             "kind": np.array([KIND_CODES.get(k, -1) for k in kinds], dtype=np.int8),
             "importance": table.column("importance").to_numpy().astype(np.float64),
+            "utility": table.column("utility").to_numpy().astype(np.float64),
             "last_accessed_us": _micros(table.column("last_accessed_at")),
             "created_us": _micros(table.column("created_at")),
             "pinned": table.column("pinned").to_numpy(zero_copy_only=False).astype(bool),
@@ -149,6 +161,7 @@ class RecordMirror:
         added = {
             "kind": [KIND_CODES[str(r["kind"])] for r in rows],
             "importance": [r["importance"] for r in rows],
+            "utility": [r.get("utility", 0.0) for r in rows],
             "last_accessed_us": [_us(r["last_accessed_at"]) for r in rows],
             "created_us": [_us(r["created_at"]) for r in rows],
             "pinned": [r["pinned"] for r in rows],
@@ -186,7 +199,7 @@ class RecordMirror:
             elif name == "kind":
                 self.kind[index] = KIND_CODES[value]
                 self.layout_version += 1
-            elif name in ("importance", "pinned", "deleted"):
+            elif name in ("importance", "utility", "pinned", "deleted"):
                 getattr(self, name)[index] = value
             elif name == "vector" and self._directions is not None:
                 vector = np.asarray(value, dtype=np.float32).reshape(1, -1)
@@ -207,6 +220,7 @@ class RecordMirror:
             if code >= 0:
                 row["kind"] = KINDS[code]
             row["importance"] = int(self.importance[index])
+            row["utility"] = float(self.utility[index])
             row["last_accessed_at"] = from_us(int(self.last_accessed_us[index]))
             row["created_at"] = from_us(int(self.created_us[index]))
             row["pinned"] = bool(self.pinned[index])
@@ -269,6 +283,7 @@ class RecordMirror:
         size = len(self.ids)
         self.kind = self._buffers["kind"][:size]
         self.importance = self._buffers["importance"][:size]
+        self.utility = self._buffers["utility"][:size]
         self.last_accessed_us = self._buffers["last_accessed_us"][:size]
         self.created_us = self._buffers["created_us"][:size]
         self.pinned = self._buffers["pinned"][:size]

@@ -78,7 +78,7 @@ def fill(stream: MemoryStream, clock: Clock) -> None:
     )
     old = stream.add("A summary of last month that is out of date.", kind="summary", importance=1)
     stream.delete(old.id)
-    stream.bump_utility(insight.id, 1.5)
+    stream.adjust_utility([insight.id], helped=True)
     rated = [stream.get(shopping.id), stream.get(party.id)]
     assert rated[0] is not None and rated[1] is not None
     stream.restore_records(

@@ -306,13 +306,6 @@ def test_evidence_tree(stream: MemoryStream) -> None:
     assert {c.record.id for c in tree.children[0].children} == {a.id, b.id}
 
 
-def test_utility_grows_when_a_memory_helps(stream: MemoryStream) -> None:
-    record = stream.add("Use the blue folder for taxes.")
-    stream.bump_utility(record.id)
-    stream.bump_utility(record.id, 2.5)
-    assert stream.get(record.id).utility == pytest.approx(3.5)  # type: ignore[union-attr]
-
-
 # What retrieval and the list hand back comes from the mirror's copy: it must match the table.
 
 
@@ -337,7 +330,8 @@ def change_each_field(memory: MemoryStream, clock: Clock, ids: list[str]) -> Non
     memory.edit(first, text=f"Anna's notes: the flight leaves at {clock().hour}.", importance=8)
     memory.edit(third, kind="observation", pinned=False, event_time=clock() + timedelta(days=2))
     memory.delete(second)
-    memory.bump_utility(third, 2.0)
+    memory.adjust_utility([third, first], helped=True)
+    memory.adjust_utility([first], helped=False)
     clock.advance(hours=3)
     memory.retrieve("flight", k=2)  # touched
     assert_records_match_the_table(memory)

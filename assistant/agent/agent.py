@@ -8,8 +8,9 @@ fallback message is said instead.
 
 The agent wires its parts together and runs the turn: one step (step.py) asking for a reply
 of the form a request needs (step_request.py), its action carried out (dispatch.py), the
-memories shown (shown_memories.py), the window kept within its budget (window_keeper.py), and
-the user's message read before it is sent (drafting.py).
+memories shown (shown_memories.py) and judged by the user's next message (feedback.py), the
+window kept within its budget (window_keeper.py), and the user's message read before it is
+sent (drafting.py).
 """
 
 from __future__ import annotations
@@ -27,6 +28,7 @@ from assistant.agent.copies import RecentReplies
 from assistant.agent.dispatch import Dispatcher
 from assistant.agent.drafting import Drafting
 from assistant.agent.events import Event, HeartbeatTick, UserText, UserUtterance, from_user
+from assistant.agent.feedback import ReplyFeedback
 from assistant.agent.journal import Journal
 from assistant.agent.shown_memories import ShownMemories
 from assistant.agent.speculation import Tally
@@ -70,6 +72,7 @@ class Agent:
         self.window = WindowKeeper(context, llm, compactor, context_path)
         self.journal = Journal(stores, context, self.window.lock, conversation_id)
         self.memories = ShownMemories(stores, context, config)
+        self.feedback = ReplyFeedback(stores.stream)
         self.requests = StepRequests(llm, tools, context.config.reply_tokens, config.temperature)
         self.drafting = Drafting(
             llm, context, self.window, self.memories, self.requests, self.tools, self.gate
@@ -118,13 +121,17 @@ class Agent:
         ``on_stage`` hears "memories" (retrieved) and "prompt_sent" (the first request)."""
         with self.gate.foreground(), self.window.lock:
             self.heard = event.text if isinstance(event, UserText | UserUtterance) else ""
+            turn: Turn | None = None
             try:
                 io = TurnIO(self.heard, on_text, cancel or threading.Event(), on_stage)
-                return self._respond(event, io)
+                turn = self._respond(event, io)
+                return turn
             finally:
                 self.heard = ""
                 self.drafting.drop()  # one the turn did not take (it asked otherwise)
                 self.journal.observed()
+                # The reply is out: the memories' utility is written now, not before it.
+                self.feedback.end(turn)
                 self.window.drafting = False
                 # A summary that finished during the turn, or while the user wrote its message,
                 # goes in now the reply is out: its note is read while the user listens.
@@ -155,6 +162,7 @@ class Agent:
             shown = self.memories.retrieve(prompt)
         io.on_stage("memories")
         self.journal.record_event(event, prompt, shown)
+        self.feedback.begin(event, shown)
         # The tool the next step is held to (by the schema or the offered tools): the one the
         # request needs (routing.py), then send_message once the model went round or looked
         # something up without answering.

@@ -8,7 +8,7 @@ The tools of MCP servers act outside the memory store: each call is put to the u
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
@@ -20,6 +20,7 @@ from assistant.settings import McpServerSettings
 from assistant.tasks.approvals import Approvals
 from assistant.tasks.reminders import ReminderStore, reminder_time
 from memory.documents import DocumentError, allowed_path, documents_at, read_document
+from memory.records import MemoryRecord
 
 PAGE_SIZE = 5
 ENDING = ("finish", "give_up")
@@ -73,15 +74,21 @@ class Workspace:
     log_dir: Path | None = None
 
 
-def task_tools(task_id: str, workspace: Workspace) -> tuple[Tool, ...]:
-    """The built-in allow-list (an MCP server's tools are added when the task starts)."""
+def task_tools(
+    task_id: str,
+    workspace: Workspace,
+    found: Callable[[Iterable[MemoryRecord]], None] = lambda records: None,
+) -> tuple[Tool, ...]:
+    """The built-in allow-list (an MCP server's tools are added when the task starts);
+    ``found`` hears of the memories its searches return."""
     source = f"subagent:{task_id}"
     stream = workspace.stores.stream
 
     def memory_search(_: Stores, arguments: Query) -> str:
-        found = stream.retrieve(arguments.query, k=PAGE_SIZE)
+        hits = stream.retrieve(arguments.query, k=PAGE_SIZE)
+        found(hit.record for hit in hits)
         # No ids: no tool of a sub-agent takes one, and a small model reads them as text.
-        return "\n".join(f"- {m.record.text}" for m in found) or "nothing found"
+        return "\n".join(f"- {m.record.text}" for m in hits) or "nothing found"
 
     def memory_insert(_: Stores, arguments: Text) -> str:
         return f"stored as memory {stream.add(arguments.text, source=source).id}"

@@ -1,6 +1,6 @@
 """The candidates retrieval scores when it does not score every record (``exact_scoring`` off,
 or a mirror loaded without its vectors): the nearest by vector, the best by BM25, the knowledge
-graph's finds, their episode neighbours and the best by recency and importance."""
+graph's finds, their episode neighbours and the best by recency, importance and utility."""
 
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ import pyarrow as pa
 from numpy.typing import NDArray
 
 from memory.mirror import to_us
-from memory.scoring import FloatArray, RetrievalWeights, cosine, min_max, recency
+from memory.scoring import FloatArray, RetrievalWeights, cosine, min_max, recency, utility_term
 from memory.stream.config import MemoryConfig
 from memory.stream.episodes import Episodes
 from memory.stream.filters import Filters
@@ -118,17 +118,19 @@ class Candidates:
         now: datetime,
         allowed: NDArray[np.bool_],
     ) -> list[str]:
-        """The best records by the query-independent terms (recency and importance), among
-        those the filters allow; none when both terms weigh nothing."""
-        if not (weights.recency or weights.importance):
+        """The best records by the query-independent terms (recency, importance, utility),
+        among those the filters allow; none when they all weigh nothing."""
+        if not (weights.recency or weights.importance or weights.utility):
             return []
         mirror = self._mirror
         positions = np.flatnonzero(allowed)
         if positions.size == 0:
             return []
-        static = weights.recency * min_max(
-            recency(mirror.last_accessed_us[positions], to_us(now))
-        ) + weights.importance * min_max(mirror.importance[positions])
+        static = (
+            weights.recency * min_max(recency(mirror.last_accessed_us[positions], to_us(now)))
+            + weights.importance * min_max(mirror.importance[positions])
+            + weights.utility * utility_term(mirror.utility[positions], config.utility_bound)
+        )
         count = min(config.static_candidates, positions.size)
         best = positions[np.argpartition(-static, count - 1)[:count]]
         return [mirror.ids[i] for i in best]

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Literal
 
-from memory.scoring import RetrievalWeights
+from memory.scoring import UTILITY_BOUND, RetrievalWeights
 
 RelevanceMode = Literal["cosine", "text", "hybrid", "rrf", "contextual"]
 
@@ -52,3 +52,11 @@ class MemoryConfig:
     static_candidates: int = 50
     duplicate_cosine: float = 0.95
     duplicate_window_hours: float = 24.0
+    # Utility (weights.utility is its weight in the score): what a memory gains when it helped
+    # (used in a reply the user did not correct, or by a task that finished) and loses when it
+    # misled (used in a reply the user corrected, edited or deleted by the user), kept within
+    # +-utility_bound. A loss is twice a gain: a correction is said, an absence of one only
+    # inferred (the user may not have noticed), so one correction undoes two quiet uses.
+    utility_gain: float = 1.0
+    utility_loss: float = 2.0
+    utility_bound: float = UTILITY_BOUND

@@ -82,14 +82,16 @@ class MemoryListing:
             "created_at": mirror.created_us,
             "last_accessed_at": mirror.last_accessed_us,
             "importance": mirror.importance,
+            "utility": mirror.utility,
         }
         return columns.get(sort)
 
     def search(
         self, query: str, filters: Filters | None = None, page: int = 1, page_size: int = 20
     ) -> Page[ScoredMemory]:
-        """Relevance-ranked search for people (does not count as an access): every record the
-        filters allow is ranked, so ``total`` counts them all."""
+        """Relevance-ranked search for people (does not count as an access; what the words
+        match, not what the assistant found useful): every record the filters allow is
+        ranked, so ``total`` counts them all."""
         filters = filters or Filters()
         offset, limit = page_bounds(page, page_size)
         wanted = offset + limit
@@ -97,7 +99,7 @@ class MemoryListing:
             query,
             k=wanted,
             filters=filters,
-            weights=RetrievalWeights(recency=0.0, importance=0.0, relevance=1.0),
+            weights=RetrievalWeights(recency=0.0, importance=0.0, relevance=1.0, utility=0.0),
             touch=False,
         )
         total = int(self._stored.allowed(filters).sum())

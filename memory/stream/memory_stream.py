@@ -2,13 +2,15 @@
 
 Add a record (committed before ``add`` returns; importance rated later in the background),
 retrieve by the Generative Agents score, and list / search / edit / delete / restore / undo, with
-every change kept in a history. Imports nothing from ``assistant`` or ``ui``: the database and
-its write lock, the embedder, the importance scale and the clock are handed in.
+every change kept in a history; and raise or lower a memory's utility as it helps or
+misleads. Imports nothing from ``assistant`` or ``ui``: the database and its write lock, the
+embedder, the importance scale and the clock are handed in.
 
 This class only composes the parts, each in its own module beside it: ``stored`` (the records
 table and its in-memory mirror), ``writing`` (adding, merging, rating), ``editing`` (edit,
 delete, restore, history, undo), ``retrieval`` with ``candidates``, ``relevance``,
-``episodes`` and ``query_text`` (scoring), and ``listing`` (what the memory screen lists and pages).
+``episodes`` and ``query_text`` (scoring), ``listing`` (what the memory screen lists and pages)
+and ``utility`` (what a memory has been worth in use).
 """
 
 from __future__ import annotations
@@ -33,6 +35,7 @@ from memory.stream.listing import EvidenceNode, MemoryListing
 from memory.stream.relevance import Relevance
 from memory.stream.retrieval import GraphSource, Retrieval, ScoredMemory
 from memory.stream.stored import StoredRecords
+from memory.stream.utility import UtilityKeeper
 from memory.stream.writing import MemoryWriter, NewMemory
 from memory.table import Table
 
@@ -65,6 +68,7 @@ class MemoryStream:
         self._writer = MemoryWriter(self._stored, self.history, embedder, clock, config, rating)
         self._editor = MemoryEditor(self._stored, self.history, embedder, clock)
         self._listing = MemoryListing(self._stored, self._retrieval)
+        self._utility = UtilityKeeper(self._stored)
 
     @property
     def config(self) -> MemoryConfig:
@@ -127,14 +131,18 @@ class MemoryStream:
     def restore_records(self, records: Sequence[MemoryRecord]) -> None:
         self._writer.restore_records(records)
 
-    def bump_utility(self, record_id: str, amount: float = 1.0) -> None:
-        self._writer.bump_utility(record_id, amount)
-
     def wait_for_ratings(self, timeout: float | None = None) -> bool:
         return self._writer.wait_for_ratings(timeout)
 
     def ratings_pending(self) -> int:
         return self._writer.ratings_pending()
+
+    # Utility (utility.py)
+
+    def adjust_utility(self, record_ids: Sequence[str], helped: bool) -> None:
+        """The memories helped (raised by ``config.utility_gain``) or misled (lowered by
+        ``utility_loss``), within +-``utility_bound``; unknown ids are skipped."""
+        self._utility.adjust(record_ids, helped, self.config)
 
     # Retrieval (retrieval.py)
 

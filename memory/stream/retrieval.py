@@ -1,6 +1,6 @@
 """Retrieval: the records that best answer a query by the Generative Agents score, recency +
 importance + relevance, each term min-max normalised over every record the filters allow or
-over a candidate list read from the indices."""
+over a candidate list read from the indices, plus utility on its fixed scale (memory.scoring)."""
 
 from __future__ import annotations
 
@@ -16,7 +16,15 @@ from numpy.typing import NDArray
 from memory.embedder import Embedder
 from memory.mirror import to_us
 from memory.records import Clock, MemoryRecord
-from memory.scoring import FloatArray, RetrievalWeights, cosine, min_max, recency, weighted_sum
+from memory.scoring import (
+    FloatArray,
+    RetrievalWeights,
+    cosine,
+    min_max,
+    recency,
+    utility_term,
+    weighted_sum,
+)
 from memory.stream.candidates import Candidates
 from memory.stream.config import MemoryConfig
 from memory.stream.filters import Filters
@@ -41,6 +49,8 @@ class ScoredMemory:
     recency: float
     importance: float
     relevance: float
+    # Stored utility over its bound, in [-1, 1] (not min-max normalised).
+    utility: float
     # The cosine similarity of the record's embedding to the query's, unnormalised: how near
     # it is in meaning, whatever else the query found (min-max makes the best one 1).
     similarity: float
@@ -80,8 +90,8 @@ class Retrieval:
     ) -> list[ScoredMemory]:
         """The top ``k`` records by recency + importance + relevance (relevance measured as
         ``config.relevance`` says), each term min-max normalised over every record the filters
-        allow (``config.exact_scoring``) or else over a candidate list; those returned get
-        last_accessed_at = now."""
+        allow (``config.exact_scoring``) or else over a candidate list, + utility over its
+        bound; those returned get last_accessed_at = now."""
         filters = filters or Filters()
         weights = weights or self.config.weights
         now = self._clock()
@@ -113,6 +123,7 @@ class Retrieval:
             min_max(recency_values),
             min_max(importance_values),
             min_max(relevance_values),
+            utility_term(mirror.utility[positions], self.config.utility_bound),
         )
         scores = weighted_sum(normalised, weights)
         order = _best(scores, k)
@@ -131,6 +142,7 @@ class Retrieval:
                 recency=float(normalised[0][i]),
                 importance=float(normalised[1][i]),
                 relevance=float(normalised[2][i]),
+                utility=float(normalised[3][i]),
                 similarity=float(near),
             )
             for i, near, record in zip(

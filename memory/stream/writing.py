@@ -205,11 +205,6 @@ class MemoryWriter:
         )
         return existing.with_changes(sources=sources, last_accessed_at=now, updated_at=now)
 
-    def bump_utility(self, record_id: str, amount: float = 1.0) -> None:
-        """A retrieved memory helped: it counts for more next time it is considered."""
-        record = self._stored.require(record_id)
-        self._stored.write(record_id, {"utility": record.utility + amount})
-
     # Importance
 
     def _importance(

@@ -151,6 +151,10 @@ class MemoryDesk:
         if not changes:
             raise MemoryRequestError("nothing changed")
         after = self.stream.edit(request.id, **changes)
+        if "text" in changes:
+            # The user rewrote what the memory says: it was wrong as kept (docs/MEMORY.md,
+            # "Utility"). An importance or a pin is a judgement of worth, not of truth.
+            self.stream.adjust_utility([request.id], helped=False)
         return Changed(row_of(after), describe_edit(before, after))
 
     def delete(self, request: MemoryDelete) -> Changed:
@@ -164,6 +168,8 @@ class MemoryDesk:
             text = f"restored the memory {quote(record.text)}"
         else:
             self.stream.delete(request.id)
+            # A restore (or an undo of the delete) keeps the loss: the user did judge it once.
+            self.stream.adjust_utility([request.id], helped=False)
             text = f"deleted the memory {quote(record.text)}"
         return Changed(row_of(self._require(request.id)), text)
 
