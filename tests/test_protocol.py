@@ -10,6 +10,7 @@ from collections.abc import Callable
 from typing import get_args
 
 from assistant.config import LoadedConfig
+from assistant.proactive import intentions
 from assistant.protocol import Request
 from assistant.protocol import memory as memory_wire
 from assistant.protocol import tasks as task_wire
@@ -43,6 +44,7 @@ def test_the_literals_written_out_for_clients_are_the_stores_own() -> None:
     assert get_args(memory_wire.SortKey) == get_args(memory_records.SortKey)
     assert get_args(task_wire.TaskStatus) == get_args(task_records.TaskStatus)
     assert get_args(task_wire.SubGoalStatus) == get_args(task_records.SubGoalStatus)
+    assert get_args(task_wire.IntentionStatus) == get_args(intentions.Status)
 
 
 def test_every_request_has_a_handler(loaded_for: Callable[..., LoadedConfig]) -> None:

@@ -17,9 +17,11 @@ from pathlib import Path
 
 import pytest
 
+from assistant.agent.events import UserText
 from assistant.agent.tools import Stores
 from assistant.agent.wiring import open_stores
 from assistant.llm.client import LLMClient
+from assistant.settings import Settings
 from assistant.tasks.day_plan import DayPlanner
 from assistant.tasks.manager import TaskLimits, TaskManager
 from assistant.tasks.records import TaskRecord
@@ -27,6 +29,7 @@ from assistant.tasks.reminders import ReminderStore
 from assistant.tasks.store import TaskStore
 from assistant.tasks.subagent import Budget, SubAgent
 from assistant.tasks.toolbox import Workspace, task_tools
+from benchmarks.judgement import Host
 from memory.embedder import OnnxSentenceEmbedder
 from tests.task_helpers import Answering, files_server
 
@@ -202,3 +205,22 @@ def test_the_real_model_plans_a_day_in_five_to_eight_timed_chunks(
     assert all(p.start >= morning and p.end > p.start for p in pieces)
     assert all(a.end <= b.start for a, b in itertools.pairwise(pieces))
     assert all(p.record.text.startswith("Plan for Mon 23 Nov, ") for p in pieces)
+
+
+def test_a_plain_fact_about_someone_the_real_agent_heard_gives_no_plan_unasked(
+    fast_settings: Settings, fast_llm: LLMClient, embedder: OnnxSentenceEmbedder, tmp_path: Path
+) -> None:
+    """The user tells the app's agent (``open_session``, the 0.5B model at temperature 0) a
+    plain fact about their sister; whatever it keeps of it (the message, a memory it inserts,
+    its core memory), the heartbeat's planning step makes no plan of it (a sister's job had
+    become "Go to the library to study maths")."""
+    greedy = fast_settings.model_copy(
+        update={"agent": fast_settings.agent.model_copy(update={"temperature": 0.0})}
+    )
+    with Host(greedy, tmp_path / "data", fast_llm, embedder) as host:
+        host.agent.respond(UserText("My sister Ana lives in Lisbon and teaches piano."))
+        # The planner's own query finds the fact: it is there to plan from, and is refused.
+        found = host.stream.retrieve("my plans goals appointments and agenda for today", k=10)
+        assert any("piano" in m.record.text for m in found)
+        assert host.planner.step() is None
+        assert host.planner.today() == []

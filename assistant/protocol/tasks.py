@@ -1,8 +1,10 @@
 """The protocol's task messages: what the service is doing and delegated tasks as clients
-show them, and the requests that start, cancel or resume one, plan the day or make the
-heartbeat tick. Each request that carries the client's ``ref`` has its answer
-(``TaskAccepted``, ``PlanDone``, or ``Failed``) echo it, to that client alone. Fired reminders
-and the questions of tasks waiting for the user's permission go to every client.
+show them, and the requests that start, cancel or resume one, plan the day, clear the plans
+made before the planner was held to the user's own time, list, edit or settle the agent's
+intentions, or make the heartbeat tick. Each request that carries the client's ``ref`` has its
+answer (``TaskAccepted``, ``PlanDone``, ``OldPlans``, ``Intentions``, or ``Failed``) echo it,
+to that client alone. Fired reminders and the questions of tasks waiting for the user's
+permission go to every client.
 """
 
 from __future__ import annotations
@@ -17,6 +19,8 @@ from assistant.protocol.common import Answer, ClientText, Wire
 # equal.
 TaskStatus = Literal["queued", "running", "waiting", "done", "failed", "cancelled"]
 SubGoalStatus = Literal["todo", "doing", "done", "dropped"]
+# The intentions' own (assistant/proactive/intentions.py), for the same reason.
+IntentionStatus = Literal["pending", "done", "cancelled"]
 
 # Client to service
 
@@ -66,13 +70,68 @@ class PlanDay(Wire):
     id: str | None = None
 
 
+class GetOldPlans(Wire):
+    """List the plans the day planner made before it was held to what the user said about
+    their time (they may come from plain facts about people)."""
+
+    type: Literal["old_plans"] = "old_plans"
+    ref: str
+
+
+class ClearOldPlans(Wire):
+    """Delete those plans (soft: restorable on the memory screen, each in the history)."""
+
+    type: Literal["clear_old_plans"] = "clear_old_plans"
+    ref: str
+
+
+class GetIntentions(Wire):
+    """List the agent's intentions (what it means to come back to at a time)."""
+
+    type: Literal["intentions"] = "intentions"
+    ref: str
+
+
+class EditIntention(Wire):
+    """Change an intention's text, its due time, or both (None: left as it is)."""
+
+    type: Literal["edit_intention"] = "edit_intention"
+    ref: str
+    id: str
+    text: ClientText | None = None
+    # As the user types it: "tomorrow at 9", "in 2 hours", "19:00", an ISO time.
+    due: ClientText | None = None
+
+
+class SettleIntention(Wire):
+    """Mark an intention done or cancelled, or pending again."""
+
+    type: Literal["settle_intention"] = "settle_intention"
+    ref: str
+    id: str
+    status: IntentionStatus
+
+
 class Tick(Wire):
     """Make the heartbeat tick now."""
 
     type: Literal["tick"] = "tick"
 
 
-TaskRequest = GetTasks | Delegate | CancelTask | ResumeTask | AnswerApproval | PlanDay | Tick
+TaskRequest = (
+    GetTasks
+    | Delegate
+    | CancelTask
+    | ResumeTask
+    | AnswerApproval
+    | PlanDay
+    | GetOldPlans
+    | ClearOldPlans
+    | GetIntentions
+    | EditIntention
+    | SettleIntention
+    | Tick
+)
 
 
 # Service to client
@@ -140,10 +199,36 @@ class TaskAccepted(Answer):
 
 
 class PlanDone(Answer):
-    """The answer to ``plan_day``: what was done, in words."""
+    """The answer to ``plan_day`` and ``clear_old_plans``: what was done, in words."""
 
     type: Literal["plan_done"] = "plan_done"
     text: str
+
+
+class OldPlans(Answer):
+    """The answer to ``old_plans``: the ids of the plans made before ``before``."""
+
+    type: Literal["old_plans"] = "old_plans"
+    ids: list[str]
+    before: datetime
+
+
+class IntentionRow(Wire):
+    id: str
+    text: str
+    due_at: datetime
+    status: IntentionStatus
+    # Who kept it: "agent" or "user".
+    source: str
+
+
+class Intentions(Answer):
+    """The answer to an intention request: every intention, soonest due first, and what was
+    done, in words (empty for a listing)."""
+
+    type: Literal["intentions"] = "intentions"
+    rows: list[IntentionRow]
+    text: str = ""
 
 
 class ReminderFired(Wire):
@@ -176,5 +261,5 @@ class ApprovalSettled(Wire):
     allowed: bool | None
 
 
-TaskAnswer = TaskAccepted | PlanDone
+TaskAnswer = TaskAccepted | PlanDone | OldPlans | Intentions
 TaskUpdate = TaskAnswer | Tasks | ReminderFired | ApprovalAsked | ApprovalSettled

@@ -202,7 +202,7 @@ def open_session(
         llms.for_background(),
         clock,
         about_user=lambda: stores.core.blocks["human"].value,
-        context=lambda now: _day_context(reminders, tasks, now),
+        context=lambda now: _day_context(reminders, tasks, intentions, now),
     )
     extra = background_tools(tasks, reminders, clock, on_reminder_added, heard=lambda: agent.heard)
     agent = open_agent(
@@ -231,13 +231,20 @@ def open_session(
     return Session(settings, stores, agent, tasks, reminders, planner, intentions, watch, clock)
 
 
-def _day_context(reminders: ReminderStore, tasks: TaskManager, now: datetime) -> list[str]:
-    """Besides memories, what the day plan is made around: today's reminders and the tasks
-    under way."""
+def _day_context(
+    reminders: ReminderStore, tasks: TaskManager, intentions: IntentionStore, now: datetime
+) -> list[str]:
+    """Besides memories, what the day plan is made around: today's reminders, what the agent
+    means to come back to today (its pending intentions), and the tasks under way."""
     lines = [
         f"Reminder at {r.due_at.astimezone(now.tzinfo):%H:%M}: {r.text}"
         for r in reminders.pending()
         if r.due_at.astimezone(now.tzinfo).date() == now.date()
+    ]
+    lines += [
+        f"Intention at {i.due_at.astimezone(now.tzinfo):%H:%M}: {i.text}"
+        for i in intentions.pending()
+        if i.due_at.astimezone(now.tzinfo).date() == now.date()
     ]
     lines += [f"Background task under way: {r.goal}" for r in tasks.store.all() if not r.finished]
     return lines

@@ -116,7 +116,8 @@ class PlanPiece:
         return PLAN_SOURCE not in self.record.sources
 
 
-# What the planner is told about the user's day besides memories: reminders and tasks.
+# What the planner is told about the user's day besides memories: reminders, intentions and
+# tasks.
 DayContext = Callable[[datetime], Sequence[str]]
 
 

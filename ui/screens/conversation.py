@@ -193,7 +193,7 @@ class ConversationScreen(Screen[None]):
     def _history(self, items: list[HistoryItem]) -> None:
         chat = self.query_one(ChatLog)
         for item in items:
-            chat.add(item.role, item.text, "earlier")
+            chat.add(item.role, item.text, "earlier", proactive=item.proactive)
         earlier = [item.text for item in items if item.role == "user"]
         self.sent = earlier + self.sent
         self.recalled = len(self.sent)
@@ -214,7 +214,9 @@ class ConversationScreen(Screen[None]):
                 chat.add("user", update.text, said_note(update))
                 self._remember_sent(update.text)
             case ReplyStart():
-                self.replies[update.turn] = chat.add("assistant", turn=update.turn)
+                self.replies[update.turn] = chat.add(
+                    "assistant", turn=update.turn, proactive=update.proactive
+                )
             case ReplyChunk() if update.turn in self.replies:
                 self.replies[update.turn].append(update.text)
                 chat.scroll_end(animate=False)

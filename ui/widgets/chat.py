@@ -13,6 +13,8 @@ from textual.widgets import Static
 # "aside": a dim one-line remark between messages (speech that came to nothing).
 Role = Literal["user", "assistant", "notice", "aside"]
 LABELS: dict[Role, str] = {"user": "You", "assistant": "Brain", "notice": "!", "aside": ""}
+# The label of a message the assistant says first (a heartbeat found something), unasked.
+SAID_FIRST = "said first"
 STAGES = {
     "turn_decided": "end of turn",
     "stt_done": "stt",
@@ -33,22 +35,35 @@ _LOOKAHEAD_WORDS = 12
 
 class MessageView(Static):
     """One message. A reply is rendered as Markdown (a cut one as plain text, to mark where
-    it stopped); everything else literally. No Rich markup from the model or the user is run."""
+    it stopped); everything else literally. No Rich markup from the model or the user is run.
+    A message the assistant said first, unasked, is labelled so and has the class
+    ``proactive``: the user should not take it for a reply to something they said."""
 
     COMPONENT_CLASSES: ClassVar[set[str]] = {"message-view--cut", "message-view--unheard"}
 
-    def __init__(self, role: Role, text: str = "", note: str = "", turn: int | None = None) -> None:
-        super().__init__(classes=role)
+    def __init__(
+        self,
+        role: Role,
+        text: str = "",
+        note: str = "",
+        turn: int | None = None,
+        proactive: bool = False,
+    ) -> None:
+        super().__init__(classes=f"{role} proactive" if proactive else role)
         self.role: Role = role
         self.text = text
         self.note = note
         # The service's number for the turn this reply answers.
         self.turn = turn
+        self.proactive = proactive
         # What the user heard of a spoken reply they cut off (None: not cut).
         self.heard: str | None = None
 
     def on_mount(self) -> None:
-        self.border_title = " · ".join(part for part in (LABELS[self.role], self.note) if part)
+        said_first = SAID_FIRST if self.proactive else ""
+        self.border_title = " · ".join(
+            part for part in (LABELS[self.role], said_first, self.note) if part
+        )
         self._render_text()
 
     def append(self, fragment: str) -> None:
@@ -90,9 +105,14 @@ class ChatLog(VerticalScroll):
     """Scrolls to the newest message as it grows."""
 
     def add(
-        self, role: Role, text: str = "", note: str = "", turn: int | None = None
+        self,
+        role: Role,
+        text: str = "",
+        note: str = "",
+        turn: int | None = None,
+        proactive: bool = False,
     ) -> MessageView:
-        view = MessageView(role, text, note, turn)
+        view = MessageView(role, text, note, turn, proactive)
         self.mount(view)
         self.scroll_end(animate=False)
         return view

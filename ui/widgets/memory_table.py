@@ -21,14 +21,19 @@ TEXT_COLUMN = "text"
 
 # What a row draws, comparable: a ``Text`` compares by its words, not its style.
 Drawn = tuple[str | tuple[str, str], ...]
+# Before the text of a flagged row (the plans pane: a plan made before the planner was held to
+# what the user said about their time).
+FLAG = "⚑ "
 
 
 class MemoryTable(DataTable[Text | str]):
-    """Rows are keyed by memory id; ``memories`` holds the memory behind each row."""
+    """Rows are keyed by memory id; ``memories`` holds the memory behind each row, and the
+    rows of the ids in ``flagged`` are marked."""
 
     def __init__(self, **options: object) -> None:
         super().__init__(cursor_type="row", zebra_stripes=True, **options)  # type: ignore[arg-type]
         self.memories: dict[str, MemoryRow] = {}
+        self.flagged: frozenset[str] = frozenset()
         self._drawn: list[tuple[str, Drawn]] = []
 
     def on_mount(self) -> None:
@@ -44,11 +49,11 @@ class MemoryTable(DataTable[Text | str]):
             # table would throw its rendered rows away and draw them all again.
             self._keep_cursor_on(keep)
             return
-        self._drawn = drawn_page(rows)
+        self._drawn = drawn_page(rows, self.flagged)
         self.clear()
         widest = 0
         for row in rows:
-            shown = cells(row)
+            shown = cells(row, row.id in self.flagged)
             widest = max(widest, shown[-1].cell_len)
             self.add_row(*shown, key=row.id)
         # DataTable measures new rows when it is next idle; a frame drawn before that (a
@@ -59,7 +64,14 @@ class MemoryTable(DataTable[Text | str]):
 
     def shows(self, rows: list[MemoryRow]) -> bool:
         """Whether the table draws exactly these rows, in this order, already."""
-        return drawn_page(rows) == self._drawn
+        return drawn_page(rows, self.flagged) == self._drawn
+
+    def flag(self, ids: frozenset[str]) -> None:
+        """Mark the rows of these memories (and only these), now and on later pages."""
+        if ids != self.flagged:
+            self.flagged = ids
+            current = self.current
+            self.show(list(self.memories.values()), current.id if current else None)
 
     def _keep_cursor_on(self, keep: str | None) -> None:
         if keep in self.memories:
@@ -74,9 +86,11 @@ class MemoryTable(DataTable[Text | str]):
         return self.memories.get(key) if key is not None else None
 
 
-def cells(row: MemoryRow) -> tuple[str, str, Text, str, Text]:
+def cells(row: MemoryRow, flagged: bool = False) -> tuple[str, str, Text, str, Text]:
     text = " ".join(row.text.split())
-    marks = ("📌 " if row.pinned else "") + ("🗑 " if row.deleted else "")
+    marks = (
+        (FLAG if flagged else "") + ("📌 " if row.pinned else "") + ("🗑 " if row.deleted else "")
+    )
     importance = Text(str(row.importance), style="dim" if row.importance_state == "pending" else "")
     return (
         row.kind,
@@ -87,13 +101,14 @@ def cells(row: MemoryRow) -> tuple[str, str, Text, str, Text]:
     )
 
 
-def drawn_page(rows: list[MemoryRow]) -> list[tuple[str, Drawn]]:
-    return [(row.id, drawn(row)) for row in rows]
+def drawn_page(rows: list[MemoryRow], flagged: frozenset[str]) -> list[tuple[str, Drawn]]:
+    return [(row.id, drawn(row, row.id in flagged)) for row in rows]
 
 
-def drawn(row: MemoryRow) -> Drawn:
+def drawn(row: MemoryRow, flagged: bool) -> Drawn:
     return tuple(
-        (cell.plain, str(cell.style)) if isinstance(cell, Text) else cell for cell in cells(row)
+        (cell.plain, str(cell.style)) if isinstance(cell, Text) else cell
+        for cell in cells(row, flagged)
     )
 
 

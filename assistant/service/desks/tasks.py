@@ -1,6 +1,8 @@
-"""Delegated tasks and the day plan as clients see them: the requests that list, start,
-cancel or resume a task, answer a waiting task's question, plan the day or make the
-heartbeat tick, carried out on the session's task manager, approvals and day planner."""
+"""Delegated tasks, the day plan and the agent's intentions as clients see them: the requests
+that list, start, cancel or resume a task, answer a waiting task's question, plan the day,
+clear the plans made before the planner was held to the user's time, list, edit or settle an
+intention, or make the heartbeat tick, carried out on the session's task manager, approvals,
+day planner and intentions."""
 
 from __future__ import annotations
 
@@ -9,36 +11,49 @@ import logging
 from collections.abc import Callable, Coroutine
 from typing import Any
 
+from assistant.proactive.intentions import Intention, IntentionError
 from assistant.protocol.common import Failed
 from assistant.protocol.tasks import (
     AnswerApproval,
     CancelTask,
+    ClearOldPlans,
     Delegate,
+    EditIntention,
+    GetIntentions,
+    GetOldPlans,
     GetTasks,
+    IntentionRow,
+    Intentions,
+    OldPlans,
     PlanDay,
     PlanDone,
     ResumeTask,
+    SettleIntention,
     TaskAccepted,
     TaskRow,
     Tasks,
     Tick,
     Work,
 )
-from assistant.service.desks.common import MEMORY_ERRORS, one_line
+from assistant.service.desks.common import MEMORY_ERRORS, one_line, quote
 from assistant.service.desks.task_rows import task_row
 from assistant.service.hub import Client
 from assistant.service.requests import Requests
-from assistant.service.session import Opening
+from assistant.service.session import Opening, Session
 from assistant.tasks.approvals import ApprovalError, Approvals
 from assistant.tasks.day_plan import PlanError
 from assistant.tasks.heartbeat import Heartbeat
 from assistant.tasks.manager import TaskError, TaskManager
+from assistant.tasks.old_plans import GROUNDED_SINCE, clear_old_plans, old_plans
 from assistant.tasks.records import TaskRecord
+from assistant.tasks.reminders import ReminderError, reminder_time, spoken_time
 
 log = logging.getLogger(__name__)
 
 # Finished tasks listed to clients besides the running ones.
 TASKS_SHOWN = 50
+# What settling an intention did, in words.
+SETTLED = {"done": "marked done", "cancelled": "cancelled", "pending": "reopened"}
 
 
 class TaskDesk:
@@ -55,7 +70,8 @@ class TaskDesk:
         """``opening``: the session's task manager and day planner, once the memory is open;
         ``approvals``: the questions of tasks waiting for the user; ``work``: what the service
         is doing; ``spawn`` runs a request in the background; ``planned`` is called when the
-        day plan changed at a client's request."""
+        day plan or an intention changed at a client's request (it tells every client, so
+        their plans panes read them again)."""
         self.opening = opening
         self.approvals = approvals
         self.state_text = state_text
@@ -71,6 +87,11 @@ class TaskDesk:
         requests.add(ResumeTask, self.change)
         requests.add(AnswerApproval, self.change)
         requests.add(PlanDay, lambda client, request: self.spawn(self.plan(client, request)))
+        requests.add(GetOldPlans, lambda client, request: self.spawn(self.old(client, request)))
+        requests.add(ClearOldPlans, lambda client, request: self.spawn(self.old(client, request)))
+        requests.add(GetIntentions, self.intentions)
+        requests.add(EditIntention, self.intentions)
+        requests.add(SettleIntention, self.intentions)
         requests.add(Tick, self.tick)
 
     def show(self, client: Client, request: GetTasks) -> None:
@@ -127,6 +148,73 @@ class TaskDesk:
         client.send(PlanDone(ref=request.ref, text=text))
         self.planned()
 
+    async def old(self, client: Client, request: GetOldPlans | ClearOldPlans) -> None:
+        """List or clear the plans made before the planner was held to the user's time, in a
+        worker thread (clearing deletes them one by one)."""
+        session = self.opening.session
+        if session is None:
+            client.send(Failed(ref=request.ref, text=f"no plans yet: {self.state_text()}"))
+            return
+        stream = session.stores.stream
+        try:
+            if isinstance(request, GetOldPlans):
+                records = await asyncio.to_thread(old_plans, stream)
+                client.send(
+                    OldPlans(ref=request.ref, ids=[r.id for r in records], before=GROUNDED_SINCE)
+                )
+                return
+            cleared = await asyncio.to_thread(clear_old_plans, stream)
+        except MEMORY_ERRORS as error:
+            client.send(Failed(ref=request.ref, text=one_line(error)))
+            return
+        text = (
+            f"cleared {cleared} plan{'' if cleared == 1 else 's'} made before "
+            f"{GROUNDED_SINCE.astimezone():%d %b %Y %H:%M} (restorable on the memory screen)"
+        )
+        log.info("%s: %s", client.name, text)
+        client.send(PlanDone(ref=request.ref, text=text))
+        self.planned()
+
+    def intentions(
+        self, client: Client, request: GetIntentions | EditIntention | SettleIntention
+    ) -> None:
+        session = self.opening.session
+        if session is None:
+            client.send(Failed(ref=request.ref, text=f"no intentions yet: {self.state_text()}"))
+            return
+        try:
+            match request:
+                case GetIntentions():
+                    text = ""
+                case EditIntention():
+                    text = self._edit(session, request)
+                case SettleIntention():
+                    intention = session.intentions.settle(request.id, request.status)
+                    text = f"{SETTLED[request.status]} {quote(intention.text)}"
+            rows = [intention_row(i) for i in session.intentions.all()]
+        except (IntentionError, ReminderError, OSError) as error:
+            client.send(Failed(ref=request.ref, text=one_line(error)))
+            return
+        client.send(Intentions(ref=request.ref, rows=rows, text=text))
+        if text:
+            log.info("%s: %s", client.name, text)
+            self.planned()
+
+    def _edit(self, session: Session, request: EditIntention) -> str:
+        """Change an intention's text or time (as the user typed it); what was done, in
+        words."""
+        if request.text is None and request.due is None:
+            raise IntentionError("say what to change: the text or the time")
+        due = None
+        if request.due is not None:
+            now = session.clock()
+            due = reminder_time(request.due, now)
+            if due <= now:
+                raise IntentionError(f"{request.due.strip()!r} is not in the future")
+        intention = session.intentions.edit(request.id, text=request.text, due_at=due)
+        when = spoken_time(intention.due_at, session.clock())
+        return f"changed {quote(intention.text)}, due {when}"
+
     def _answer(self, tasks: TaskManager, request: AnswerApproval) -> TaskRecord:
         """Allow or refuse a waiting task's call, named by the question's id or the task's."""
         pending = self.approvals.pending()
@@ -150,3 +238,13 @@ class TaskDesk:
         live = [r for r in records if not r.finished]
         done = [r for r in records if r.finished][:TASKS_SHOWN]
         return [task_row(r) for r in (*live, *done)]
+
+
+def intention_row(intention: Intention) -> IntentionRow:
+    return IntentionRow(
+        id=intention.id,
+        text=intention.text,
+        due_at=intention.due_at,
+        status=intention.status,
+        source=intention.source,
+    )
