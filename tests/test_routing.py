@@ -141,7 +141,8 @@ def test_other_messages_and_events_offer_every_tool(stores: Stores) -> None:
     llm = ScriptedStream(say("Hello!"), say("Nothing is due."))
     agent = agent_with_reminders(llm, stores, [])
     agent.respond(UserText("Hello there."))
-    agent.respond(HeartbeatTick())
+    # With nothing to tell the user, a heartbeat of an agent with no heartbeat tools.
+    agent.respond(HeartbeatTick(may_speak=False))
     assert all(len(tools_allowed(schema)) == len(TOOLS) + 1 for schema in llm.schemas)
 
 

@@ -29,7 +29,7 @@ def route(body: dict[str, Any]) -> str:
     messages = body.get("messages", [])
     last = str(messages[-1]["content"]) if messages else ""
     if "[heartbeat" in last:
-        if "no message" in last:
+        if "Nothing here needs the user" in last:
             return json.dumps(
                 {"tool": "stay_quiet", "arguments": {"reason": "away"}, "request_heartbeat": False}
             )
@@ -130,7 +130,9 @@ async def test_after_not_now_the_agent_is_woken_but_may_not_speak(
     session.intentions.add("Ask about the dentist", session.clock() - timedelta(minutes=1))
     await ticked(client, service)
     quiet = heartbeat_requests(endpoint)[-1]
-    assert "Ask about the dentist" in json.dumps(quiet) and "no message" in json.dumps(quiet)
+    assert "Ask about the dentist" in json.dumps(
+        quiet
+    ) and "Nothing here needs the user" in json.dumps(quiet)
     assert "send_message" not in json.dumps(quiet.get("response_format"))
     gate = service.service.proactive.gate
     assert gate is not None and "not now" in str(gate.blocked())

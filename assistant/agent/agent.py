@@ -42,6 +42,9 @@ from assistant.llm.protocols import AgentLLM
 
 log = logging.getLogger(__name__)
 
+# Steps a heartbeat's turn may take: its one action, and one more if that failed.
+TICK_STEPS = 2
+
 
 class Agent:
     def __init__(
@@ -149,7 +152,12 @@ class Agent:
         if isinstance(event, UserText | UserUtterance):
             held = form_for(event.text, self.tools)
         elif isinstance(event, HeartbeatTick):
-            held = ReplyForm(tick=True, speak=event.may_speak)
+            # Something to tell a user who may be spoken to: the step words it. Left to choose
+            # between a message, an intention and silence, the 1.5B model kept an intention
+            # for a clash and told a due intention "I'll ask tomorrow" (docs/BENCHMARKS.md,
+            # "Speaking first").
+            speak = event.may_speak
+            held = ReplyForm("send_message" if speak else None, tick=True, speak=speak)
         only = held.only
         if user and self.dispatcher.speaks_for_itself(only):
             self.dispatcher.acknowledge(turn, io.on_text)
@@ -167,7 +175,7 @@ class Agent:
         # request needs (routing.py), then send_message once the model went round or looked
         # something up without answering.
         answer_now = False
-        for step in range(self.config.max_steps):
+        for step in range(TICK_STEPS if held.tick else self.config.max_steps):
             if step and turn.ahead:  # the tool's step did not end the turn: what was said stands
                 self.dispatcher.keep_said(turn.ahead, turn)
                 turn.ahead = ""
@@ -195,6 +203,8 @@ class Agent:
                 continue
             if not self.dispatcher.run(outcome, turn):
                 continue
+            if held.tick:  # one action per heartbeat (the 1.5B model kept six intentions)
+                return turn
             if self.tools[outcome.tool].speaks_result and user and not turn.reply:
                 self.dispatcher.say(turn.steps[-1].result, turn, io.on_text, turn.ahead)
                 return turn

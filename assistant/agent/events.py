@@ -45,20 +45,19 @@ class HeartbeatTick:
     def prompt(self) -> str:
         changed = "\n".join(self.digest) or "(nothing listed)"
         if self.may_speak:
-            speak = (
-                "send_message only if the user would want to hear about one of the "
-                "actionable items now (a due intention, a clash, something coming up, an "
-                "event just passed to ask about, a task's result): one short sentence, "
-                "spoken first, so no greeting and no news they told you themselves"
+            what = (
+                "Tell the user now what item 1 calls for, in one or two short sentences of "
+                "your own, spoken first (no greeting; for something to ask about, ask)."
             )
         else:
-            speak = "the user cannot be spoken to now, so no message"
+            what = (
+                "Nothing here needs the user now. Choose one: stay_quiet (most heartbeats), "
+                "or set_intention to come back to something at a time (to ask how an event "
+                "went, after it)."
+            )
         return (
             f"[heartbeat {self.at.isoformat(timespec='minutes')}] No one spoke. What changed "
-            f"since you last looked:\n{changed}\n"
-            "Choose one: stay_quiet when nothing needs doing (most heartbeats); "
-            "set_intention to come back to something at a time (to ask how an event went, "
-            f"the day after it); {speak}."
+            f"since you last looked:\n{changed}\n{what}"
         )
 
 

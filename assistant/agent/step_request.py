@@ -41,8 +41,9 @@ class ReplyForm:
     admitting: bool = False
     # The person the message must name (naming.py).
     naming: str | None = None
-    # A heartbeat's step: held to the heartbeat's tools, with a message only when the user
-    # may be spoken to (``speak``).
+    # A heartbeat's step: held to a message when there is something to tell the user and
+    # they may be spoken to (``speak``, with ``only`` send_message), else to the heartbeat's
+    # own tools.
     tick: bool = False
     speak: bool = False
 
@@ -87,14 +88,10 @@ class StepRequests:
         self.composing = action_schema(messages_only, opening=COMPOSED_PATTERN)
         # The answer asked for after one that made up what it was not told (grounding.py).
         self.admitting = action_schema(messages_only, opening=UNKNOWN_PATTERN)
-        # A heartbeat's choices: its own tools and a background task, and a message when the
-        # user may be spoken to (an agent with no heartbeat tools is offered every tool).
+        # A heartbeat's choices when it has nothing to tell: its own tools and a background
+        # task (an agent with no heartbeat tools is offered every tool).
         quiet = [t for t in tools if t.tick_only or t.name == "delegate_task"]
-        speaking = [*messages_only, *quiet]
-        self.ticks = {
-            False: (action_schema(quiet), native_tools(quiet)),
-            True: (action_schema(speaking), native_tools(speaking)),
-        }
+        self.quiet_tick = (action_schema(quiet), native_tools(quiet))
         self.has_tick_tools = any(t.tick_only for t in tools)
 
     def native(self) -> ToolCallingLLM | None:
@@ -121,8 +118,8 @@ class StepRequests:
             # questions (a step of 2-4 s) and then said it did not know what three hours are
             # in minutes.
             schema = self.grounded
-        if form.tick and self.has_tick_tools:
-            schema, tools = self.ticks[form.speak]
+        if form.tick and not form.speak and self.has_tick_tools:
+            schema, tools = self.quiet_tick
         if form.willing:
             schema = self.willing
         if form.admitting:

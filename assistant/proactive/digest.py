@@ -31,7 +31,7 @@ LABELS: dict[ItemKind, str] = {
     "changed": "fact changed",
     "intention": "your intention, due now: do it",
     "reminder": "reminder within the hour, it fires by itself",
-    "task": "background task finished, the user not yet told: tell them the result",
+    "task": "your background task ended, the user not told yet: tell them its result",
     "waiting": "background task waiting for the user",
     "plan": "plan starting",
     "clash": "clash, tell the user these overlap",

@@ -18,6 +18,7 @@ from assistant.proactive.digest import Digest, Item
 from assistant.proactive.dots import Dots, said
 from assistant.proactive.intentions import IntentionStore
 from assistant.tasks.day_plan import PlanPiece
+from assistant.tasks.records import TaskRecord
 from assistant.tasks.reminders import ReminderStore
 from assistant.tasks.store import TaskStore
 from memory.records import MemoryRecord
@@ -145,3 +146,10 @@ class Watch:
 
 def _clock(moment: datetime, now: datetime) -> str:
     return f"{moment.astimezone(now.tzinfo):%H:%M}"
+
+
+def _outcome(task: TaskRecord) -> str:
+    """A finished task as the digest tells it: what was asked, and what came of it."""
+    if task.status == "done":
+        return f'"{task.goal}": {task.result or "done, with no result written"}'
+    return f'"{task.goal}" {task.status}: {task.reason or "no reason given"}'
