@@ -39,7 +39,28 @@ class Act:
         said = message.lower()
         named = any(word.lower() in said for word in self.about)
         both = not self.also or any(word.lower() in said for word in self.also)
-        return named and both and (not self.asks or "?" in message)
+        asked = not self.asks or "?" in message
+        return named and both and asked and not careless(message)
+
+
+# What no careful person says first: the prompt read back, the user spoken of as "the user",
+# or not knowing what it came to say.
+_CARELESS = (
+    "the user",
+    "what changed",
+    "heartbeat",
+    "item 1",
+    "e.g.",
+    "i don't know",
+    "i do not know",
+    "i don't remember",
+    "i'm sorry, but",
+)
+
+
+def careless(message: str) -> bool:
+    said = message.lower().replace("\u2019", "'")
+    return any(phrase in said for phrase in _CARELESS)
 
 
 SILENT = None

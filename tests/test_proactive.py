@@ -112,7 +112,7 @@ def test_new_memories_and_due_intentions_are_given_once(
     kinds = {item.kind: item for item in digest.items}
     assert set(kinds) == {"memory", "intention"}
     assert kinds["intention"].actionable and not kinds["memory"].actionable
-    assert digest.lines()[0] == "1. (your intention, due now: do it) Ask Beatrix's news"
+    assert digest.lines()[0] == "1. (your intention, due now) Ask Beatrix's news"
     watch.given(digest)
     clock.advance(minutes=5)
     assert watch.look().empty
@@ -170,7 +170,7 @@ def test_an_event_told_earlier_is_coming_up_and_then_asked_about(
     clock.now = datetime(2026, 11, 28, 9, 0, tzinfo=LISBON)  # Saturday morning
     upcoming = watch.look()
     assert [i.kind for i in upcoming.items] == ["upcoming"]
-    assert "tomorrow" not in upcoming.items[0].text and "today 18:00" in upcoming.items[0].text
+    assert "tomorrow" not in upcoming.items[0].text and "today at 18:00" in upcoming.items[0].text
     watch.given(upcoming)
     clock.now = datetime(2026, 11, 29, 10, 0, tzinfo=LISBON)  # Sunday morning
     passed = watch.look()
@@ -342,7 +342,11 @@ def test_digest_lines_put_what_may_need_the_user_first() -> None:
             Item("clash:1:2", "clash", "dentist and recital: both at Tue 15:00", True),
         ),
     )
+    assert digest.tell().startswith(
+        "two of their plans are at the same time: dentist and recital: both at Tue 15:00. "
+        "Say it to them in your own words, e.g. "
+    )
     assert digest.lines() == [
-        "1. (clash, tell the user these overlap) dentist and recital: both at Tue 15:00",
+        "1. (clash) dentist and recital: both at Tue 15:00",
         "2. (new memory) User: I like tea.",
     ]

@@ -105,7 +105,7 @@ async def test_a_due_intention_is_said_first_marked_and_kept_in_the_history(
     start = next(u for u in seen if isinstance(u, ReplyStart))
     assert start.proactive and seen[-1].text == ASKED  # type: ignore[union-attr]
     (request,) = heartbeat_requests(endpoint)
-    assert "(your intention, due now: do it) Ask how Marta's recital went" in json.dumps(request)
+    assert "(your intention, due now) Ask how Marta's recital went" in json.dumps(request)
     assert session.intentions.due(session.clock()) == [], "brought back once"
     # A window opened later (before the first leaves: the last one out stops the service).
     again = await ServiceClient.connect(loaded, "tui-2", start=False)

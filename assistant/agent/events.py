@@ -41,13 +41,15 @@ class HeartbeatTick:
     digest: tuple[str, ...] = ()
     may_speak: bool = True
     at: datetime = field(default_factory=utc_now)
+    # What to tell the user, when they may be spoken to (Digest.tell).
+    tell: str = ""
 
     def prompt(self) -> str:
         changed = "\n".join(self.digest) or "(nothing listed)"
         if self.may_speak:
             what = (
-                "Tell the user now what item 1 calls for, in one or two short sentences of "
-                "your own, spoken first (no greeting; for something to ask about, ask)."
+                f"Tell the user now, in one or two short sentences spoken to them, no "
+                f"greeting: {self.tell or 'what item 1 calls for'}"
             )
         else:
             what = (

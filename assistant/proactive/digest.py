@@ -22,21 +22,40 @@ ItemKind = Literal[
     "upcoming",
     "passed",
 ]
-# How each kind reads in the digest: what it is, and for what may need the user, what a
-# person would do about it (without the hint the 0.5B model said a clash's first event back,
-# "I have the dentist on Thursday at 3 pm.", and copied an intention's due time into it).
+# How each kind reads in the digest.
 LABELS: dict[ItemKind, str] = {
     "memory": "new memory",
     "link": "connected",
     "changed": "fact changed",
-    "intention": "your intention, due now: do it",
+    "intention": "your intention, due now",
     "reminder": "reminder within the hour, it fires by itself",
-    "task": "your background task ended, the user not told yet: tell them its result",
+    "task": "your background task ended, the user not told yet",
     "waiting": "background task waiting for the user",
-    "plan": "plan starting",
-    "clash": "clash, tell the user these overlap",
-    "upcoming": "coming up, remind the user",
-    "passed": "just happened, ask the user how it went",
+    "plan": "their plan starting",
+    "clash": "clash",
+    "upcoming": "coming up",
+    "passed": "just happened",
+}
+# What a person would say about what may need the user, and an example of the words (about
+# something else, so it is not copied). Told only "tell the user what item 1 calls for", the
+# 1.5B model read the digest's line back ("The user said '...' and the user said '...'") and
+# answered a due intention with "I don't know how Pedro's surgery went".
+TELL: dict[ItemKind, tuple[str, str]] = {
+    "intention": (
+        "do now what you meant to",
+        'for "Ask how the move went": "How did the move go?"',
+    ),
+    "task": (
+        "tell them what your background task came to",
+        '"I looked up the trains: the 8:15 gets you to Porto by 11."',
+    ),
+    "clash": (
+        "two of their plans are at the same time",
+        '"Heads-up: your haircut and the team lunch are both on Friday at noon. Want to move one?"',
+    ),
+    "upcoming": ("remind them it is coming up", '"Don\'t forget the book club tonight at 7!"'),
+    "passed": ("ask them how it went", '"How did the football final go?"'),
+    "plan": ("their own plan starts", '"Your yoga class starts in five minutes."'),
 }
 LINE_CHARS = 240
 
@@ -69,6 +88,14 @@ class Digest:
     @property
     def actionable(self) -> tuple[Item, ...]:
         return tuple(item for item in self.items if item.actionable)
+
+    def tell(self) -> str:
+        """What to tell the user about the first item that may need them ("" if none)."""
+        if not self.actionable:
+            return ""
+        item = self.actionable[0]
+        what, example = TELL.get(item.kind, ("tell them about it", '"..."'))
+        return f"{what}: {item.text}. Say it to them in your own words, e.g. {example}"
 
     def lines(self) -> list[str]:
         """The items numbered, the actionable ones first."""

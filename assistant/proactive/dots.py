@@ -103,7 +103,7 @@ class Dots:
                     Item(
                         f"clash:{first}:{second}",
                         "clash",
-                        f"{said(event.record)} and {said(other.record)}: both at "
+                        f"{said(event.record)} and {said(other.record)}, both "
                         f"{_at(event.when, now)}",
                         actionable=True,
                     )
@@ -140,7 +140,7 @@ class Dots:
                 Item(
                     f"passed:{event.record.id}",
                     "passed",
-                    f"{said(event.record)} (was {_at(event.when, now)})",
+                    f"{said(event.record)} ({_at(event.when, now)})",
                     actionable=True,
                 )
             )
@@ -195,10 +195,10 @@ class Dots:
 
 
 def said(record: MemoryRecord) -> str:
-    """A memory as the digest quotes it: the user's words as they said them."""
+    """A memory as the digest quotes it: the user's words in quotes, as they said them."""
     text = record.text
     if text.startswith(USER_PREFIX):
-        return f'the user said "{text[len(USER_PREFIX) :]}"'
+        return f'"{text[len(USER_PREFIX) :]}"'
     return text
 
 
@@ -206,12 +206,12 @@ def _at(when: datetime, now: datetime) -> str:
     local = when.astimezone(now.tzinfo)
     day = local.date() - now.date()
     if day.days == 0:
-        return f"today {local:%H:%M}"
+        return f"today at {local:%H:%M}"
     if day.days == 1:
-        return f"tomorrow {local:%H:%M}"
+        return f"tomorrow at {local:%H:%M}"
     if day.days == -1:
-        return f"yesterday {local:%H:%M}"
-    return f"{local:%a %d %b %H:%M}"
+        return f"yesterday at {local:%H:%M}"
+    return f"on {local:%a %d %b} at {local:%H:%M}"
 
 
 def _change(old: Triplet, new: Triplet | None) -> str:

@@ -57,7 +57,8 @@ class Look:
             log.info("heartbeat: no message now (%s)", blocked)
         may_speak = blocked is None and bool(digest.actionable)
         log.info("heartbeat: %d new (%d actionable)", len(digest.items), len(digest.actionable))
-        return Woken(digest, HeartbeatTick(tuple(digest.lines()), may_speak, at=digest.at))
+        event = HeartbeatTick(tuple(digest.lines()), may_speak, digest.at, digest.tell())
+        return Woken(digest, event)
 
     def settle(self, woken: Woken, turn: Turn) -> Settled:
         if turn.interrupted:

@@ -92,15 +92,9 @@ class Watch:
         ]
         for task in self.tasks.all():
             if task.finished and not task.reported:
-                items.append(
-                    Item(
-                        f"task:{task.id}", "task", f"finished, not yet told: {task.summary()}", True
-                    )
-                )
+                items.append(Item(f"task:{task.id}", "task", _outcome(task), actionable=True))
             elif task.status == "waiting":
-                items.append(
-                    Item(f"task:{task.id}:waiting", "task", f"waits for the user: {task.goal}")
-                )
+                items.append(Item(f"task:{task.id}:waiting", "waiting", task.goal))
         items += [
             Item(f"plan:{p.record.id}", "plan", p.record.text, actionable=p.by_user)
             for p in self.plan_today(now)
