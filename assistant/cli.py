@@ -60,6 +60,9 @@ def build_parser() -> argparse.ArgumentParser:
         "--allow", metavar="ID", help="let a waiting task run the call it asked about"
     )
     tasks.add_argument("--deny", metavar="ID", help="refuse a waiting task's call")
+    tasks.add_argument(
+        "--tick", action="store_true", help="make the heartbeat tick now (the agent looks too)"
+    )
     command("stop", "stop the assistant service")
     export = command("export", "write the memory and the knowledge graph out to files")
     export.add_argument(
@@ -190,8 +193,10 @@ def _listen(loaded: LoadedConfig, args: argparse.Namespace) -> int:
 
 
 def _tasks(loaded: LoadedConfig, args: argparse.Namespace) -> int:
-    from assistant.clients.task_terminal import answer_approval, cancel, tasks
+    from assistant.clients.task_terminal import answer_approval, cancel, tasks, tick
 
+    if args.tick:
+        return asyncio.run(tick(loaded))
     if args.cancel:
         return asyncio.run(cancel(loaded, args.cancel))
     if args.allow or args.deny:

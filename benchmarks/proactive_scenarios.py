@@ -34,13 +34,16 @@ class Act:
     about: tuple[str, ...]
     also: tuple[str, ...] = ()
     asks: bool = False
+    # The event is still ahead: asking how it went is wrong.
+    ahead: bool = False
 
     def met_by(self, message: str) -> bool:
         said = message.lower()
         named = any(word.lower() in said for word in self.about)
         both = not self.also or any(word.lower() in said for word in self.also)
         asked = not self.asks or "?" in message
-        return named and both and asked and not careless(message)
+        too_soon = self.ahead and any(p in said for p in ("how did", "how was", "how'd"))
+        return named and both and asked and not too_soon and not careless(message)
 
 
 # What no careful person says first: the prompt read back, the user spoken of as "the user",
@@ -132,7 +135,7 @@ SCENARIOS: tuple[Scenario, ...] = (
         "coming up",
         say("Fri 09:00", "My daughter's school concert is on Saturday at 11 am."),
         tick("Fri 09:05"),
-        tick("Sat 08:30", Act(("concert",))),
+        tick("Sat 08:30", Act(("concert",), ahead=True)),
     ),
     scenario(
         "dentist and school play at the same time",
@@ -167,7 +170,7 @@ SCENARIOS: tuple[Scenario, ...] = (
         "coming up",
         say("Sat 10:00", "My flight to Berlin leaves on Sunday at 7 pm."),
         tick("Sat 10:05"),
-        tick("Sun 09:00", Act(("flight", "Berlin"))),
+        tick("Sun 09:00", Act(("flight", "Berlin"), ahead=True)),
     ),
     scenario(
         "an intention come due: a friend's surgery",
@@ -221,7 +224,7 @@ SCENARIOS: tuple[Scenario, ...] = (
         "a match to watch coming up",
         "coming up",
         say("Fri 09:00", "Benfica play Porto on Saturday at 8 pm, I'll watch it with Rui."),
-        tick("Sat 19:00", Act(("Benfica", "match", "game", "Rui", "Porto"))),
+        tick("Sat 19:00", Act(("Benfica", "match", "game", "Rui", "Porto"), ahead=True)),
     ),
     scenario(
         "parents' evening, asked about after",
@@ -303,7 +306,7 @@ SCENARIOS: tuple[Scenario, ...] = (
         "a recital told of once, not twice",
         "said once",
         say("Fri 09:00", RECITAL),
-        tick("Sat 10:00", Act(("recital", "Marta"))),
+        tick("Sat 10:00", Act(("recital", "Marta"), ahead=True)),
         tick("Sat 11:00"),
     ),
     scenario(

@@ -16,7 +16,7 @@ from assistant.agent.agent import Agent
 from assistant.agent.context import ContextConfig, ContextWindow
 from assistant.agent.events import HeartbeatTick, UserText
 from assistant.agent.instructions import instructions
-from assistant.agent.tools import TOOLS, Stores
+from assistant.agent.tools import ASKING_PATTERN, TOOLS, Stores
 from assistant.agent.turn import AgentConfig
 from assistant.proactive.agent_tools import heartbeat_tools
 from assistant.proactive.digest import Digest, Item
@@ -350,3 +350,18 @@ def test_digest_lines_put_what_may_need_the_user_first() -> None:
         "1. (clash) dentist and recital: both at Tue 15:00",
         "2. (new memory) User: I like tea.",
     ]
+
+
+def test_a_question_to_ask_is_held_to_one_question(
+    stores: Stores, tmp_path: Path, clock: Clock
+) -> None:
+    digest = Digest(FRIDAY, (Item("passed:1", "passed", '"Job interview at 2 pm" (today)', True),))
+    assert digest.asks() and digest.tell().startswith("ask them how it went: ")
+    llm = ScriptedStream(say("How did the job interview go?"))
+    agent = tick_agent(llm, stores, IntentionStore(tmp_path / "intentions.json"), clock)
+    turn = agent.respond(HeartbeatTick(tuple(digest.lines()), True, FRIDAY, digest.tell(), True))
+    assert turn.reply == "How did the job interview go?"
+    assert json.dumps(ASKING_PATTERN) in json.dumps(llm.schemas[0])
+    assert "ask them how it went" in llm.calls[0][-1]["content"]
+    told = Digest(FRIDAY, (Item("intention:1", "intention", "Tell Ana the recital moved", True),))
+    assert not told.asks()

@@ -157,7 +157,9 @@ class Agent:
             # for a clash and told a due intention "I'll ask tomorrow" (docs/BENCHMARKS.md,
             # "Speaking first").
             speak = event.may_speak
-            held = ReplyForm("send_message" if speak else None, tick=True, speak=speak)
+            held = ReplyForm(
+                "send_message" if speak else None, tick=True, speak=speak, asking=event.asks
+            )
         only = held.only
         if user and self.dispatcher.speaks_for_itself(only):
             self.dispatcher.acknowledge(turn, io.on_text)

@@ -41,8 +41,10 @@ class HeartbeatTick:
     digest: tuple[str, ...] = ()
     may_speak: bool = True
     at: datetime = field(default_factory=utc_now)
-    # What to tell the user, when they may be spoken to (Digest.tell).
+    # What to tell the user, when they may be spoken to (Digest.tell), and whether that is a
+    # question to ask them.
     tell: str = ""
+    asks: bool = False
 
     def prompt(self) -> str:
         changed = "\n".join(self.digest) or "(nothing listed)"

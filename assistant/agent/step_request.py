@@ -11,6 +11,7 @@ from assistant.agent.refusal import WILLING_PATTERN
 from assistant.agent.routing import asks_about_their_life, first_tool
 from assistant.agent.speculation import Request
 from assistant.agent.tools import (
+    ASKING_PATTERN,
     COMPOSED_PATTERN,
     UNKNOWN_PATTERN,
     Tool,
@@ -46,6 +47,8 @@ class ReplyForm:
     # own tools.
     tick: bool = False
     speak: bool = False
+    # A message that asks (a heartbeat's follow-up question).
+    asking: bool = False
 
 
 def form_for(text: str, tools: Mapping[str, Tool]) -> ReplyForm:
@@ -92,6 +95,7 @@ class StepRequests:
         # task (an agent with no heartbeat tools is offered every tool).
         quiet = [t for t in tools if t.tick_only or t.name == "delegate_task"]
         self.quiet_tick = (action_schema(quiet), native_tools(quiet))
+        self.asking = action_schema(messages_only, opening=ASKING_PATTERN)
         self.has_tick_tools = any(t.tick_only for t in tools)
 
     def native(self) -> ToolCallingLLM | None:
@@ -120,6 +124,8 @@ class StepRequests:
             schema = self.grounded
         if form.tick and not form.speak and self.has_tick_tools:
             schema, tools = self.quiet_tick
+        if form.asking:
+            schema = self.asking
         if form.willing:
             schema = self.willing
         if form.admitting:

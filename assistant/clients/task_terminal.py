@@ -24,6 +24,7 @@ from assistant.protocol.tasks import (
     TaskAccepted,
     TaskRow,
     Tasks,
+    Tick,
 )
 from assistant.service.desks.task_rows import task_row
 from assistant.tasks.store import TaskStore
@@ -136,6 +137,22 @@ async def answer_approval(
     request = AnswerApproval(ref=uuid.uuid4().hex, id=approval_id, allow=allow)
     done = f"{approval_id}: {'allowed' if allow else 'refused'}"
     return await _task_request(loaded, request, done, out, err)
+
+
+async def tick(loaded: LoadedConfig, out: TextIO = sys.stdout, err: TextIO = sys.stderr) -> int:
+    """Make the running service's heartbeat tick now (reminders, plans, the agent's look)."""
+    try:
+        client = await ServiceClient.connect(loaded, "tasks", start=False)
+    except ServiceNotRunning:
+        tell(err, "the service is not running: there is no heartbeat to tick")
+        return EXIT_FAILURE
+    except ServiceError as error:
+        tell(err, str(error))
+        return EXIT_FAILURE
+    await client.send(Tick())
+    await client.leave()
+    out.write("heartbeat: ticking now\n")
+    return 0
 
 
 async def _task_request(

@@ -97,6 +97,15 @@ class Digest:
         what, example = TELL.get(item.kind, ("tell them about it", '"..."'))
         return f"{what}: {item.text}. Say it to them in your own words, e.g. {example}"
 
+    def asks(self) -> bool:
+        """What to tell the user is a question: how an event went, or an intention to ask."""
+        if not self.actionable:
+            return False
+        item = self.actionable[0]
+        return item.kind == "passed" or (
+            item.kind == "intention" and item.text.lower().startswith("ask")
+        )
+
     def lines(self) -> list[str]:
         """The items numbered, the actionable ones first."""
         ordered = [*self.actionable, *(i for i in self.items if not i.actionable)]

@@ -57,7 +57,9 @@ class Look:
             log.info("heartbeat: no message now (%s)", blocked)
         may_speak = blocked is None and bool(digest.actionable)
         log.info("heartbeat: %d new (%d actionable)", len(digest.items), len(digest.actionable))
-        event = HeartbeatTick(tuple(digest.lines()), may_speak, digest.at, digest.tell())
+        event = HeartbeatTick(
+            tuple(digest.lines()), may_speak, digest.at, digest.tell(), may_speak and digest.asks()
+        )
         return Woken(digest, event)
 
     def settle(self, woken: Woken, turn: Turn) -> Settled:
