@@ -6,6 +6,7 @@ embedder; the agent's LLM is scripted)."""
 from __future__ import annotations
 
 import json
+import re
 from datetime import datetime, time, timedelta
 from pathlib import Path
 from zoneinfo import ZoneInfo
@@ -16,7 +17,7 @@ from assistant.agent.agent import Agent
 from assistant.agent.context import ContextConfig, ContextWindow
 from assistant.agent.events import HeartbeatTick, UserText
 from assistant.agent.instructions import instructions
-from assistant.agent.tools import ASKING_PATTERN, TOOLS, Stores
+from assistant.agent.tools import TOOLS, Stores
 from assistant.agent.turn import AgentConfig
 from assistant.proactive.agent_tools import heartbeat_tools
 from assistant.proactive.digest import Digest, Item
@@ -342,9 +343,8 @@ def test_digest_lines_put_what_may_need_the_user_first() -> None:
             Item("clash:1:2", "clash", "dentist and recital: both at Tue 15:00", True),
         ),
     )
-    assert digest.tell().startswith(
-        "two of their plans are at the same time: dentist and recital: both at Tue 15:00. "
-        "Say it to them in your own words, e.g. "
+    assert digest.tell() == (
+        "two of their plans are at the same time: dentist and recital: both at Tue 15:00"
     )
     assert digest.lines() == [
         "1. (clash) dentist and recital: both at Tue 15:00",
@@ -352,16 +352,31 @@ def test_digest_lines_put_what_may_need_the_user_first() -> None:
     ]
 
 
-def test_a_question_to_ask_is_held_to_one_question(
-    stores: Stores, tmp_path: Path, clock: Clock
+@pytest.mark.parametrize(
+    ("item", "opens"),
+    [
+        (Item("passed:1", "passed", '"Job interview at 2 pm" (today at 14:00)', True), "How did "),
+        (Item("clash:1:2", "clash", '"dentist" and "play", both Thu', True), "Heads-up: "),
+        (Item("upcoming:1", "upcoming", '"recital at 6 pm" (today)', True), "Just a reminder: "),
+        (Item("task:1", "task", '"Find restaurants": Ao 26', True), "I've finished "),
+        (Item("intention:1", "intention", "Ask how the move went", True), ""),
+    ],
+)
+def test_a_message_said_first_opens_with_what_kind_of_news_it_is(
+    stores: Stores, tmp_path: Path, clock: Clock, item: Item, opens: str
 ) -> None:
-    digest = Digest(FRIDAY, (Item("passed:1", "passed", '"Job interview at 2 pm" (today)', True),))
-    assert digest.asks() and digest.tell().startswith("ask them how it went: ")
-    llm = ScriptedStream(say("How did the job interview go?"))
+    digest = Digest(FRIDAY, (item, Item("memory:1", "memory", '"I like tea."')))
+    pattern = digest.opening()
+    assert pattern is not None and re.fullmatch(pattern[1:-1], f"{opens}it went fine?")
+    reply = "How did the move go?" if item.kind == "intention" else f"{opens}the words."
+    llm = ScriptedStream(say(reply))
     agent = tick_agent(llm, stores, IntentionStore(tmp_path / "intentions.json"), clock)
-    turn = agent.respond(HeartbeatTick(tuple(digest.lines()), True, FRIDAY, digest.tell(), True))
-    assert turn.reply == "How did the job interview go?"
-    assert json.dumps(ASKING_PATTERN) in json.dumps(llm.schemas[0])
-    assert "ask them how it went" in llm.calls[0][-1]["content"]
+    event = HeartbeatTick(tuple(digest.lines()), True, FRIDAY, digest.tell(), pattern)
+    assert agent.respond(event).reply == reply
+    assert json.dumps(pattern) in json.dumps(llm.schemas[0])
+    assert digest.tell() in llm.calls[0][-1]["content"]
+
+
+def test_an_intention_that_asks_nothing_is_a_free_message() -> None:
     told = Digest(FRIDAY, (Item("intention:1", "intention", "Tell Ana the recital moved", True),))
-    assert not told.asks()
+    assert told.opening() is None and told.tell().startswith("do now what you meant to: ")

@@ -158,7 +158,7 @@ class Agent:
             # "Speaking first").
             speak = event.may_speak
             held = ReplyForm(
-                "send_message" if speak else None, tick=True, speak=speak, asking=event.asks
+                "send_message" if speak else None, tick=True, speak=speak, opening=event.opening
             )
         only = held.only
         if user and self.dispatcher.speaks_for_itself(only):

@@ -41,17 +41,17 @@ class HeartbeatTick:
     digest: tuple[str, ...] = ()
     may_speak: bool = True
     at: datetime = field(default_factory=utc_now)
-    # What to tell the user, when they may be spoken to (Digest.tell), and whether that is a
-    # question to ask them.
+    # What to tell the user, when they may be spoken to (Digest.tell), and the pattern the
+    # message is held to (Digest.opening).
     tell: str = ""
-    asks: bool = False
+    opening: str | None = None
 
     def prompt(self) -> str:
         changed = "\n".join(self.digest) or "(nothing listed)"
         if self.may_speak:
             what = (
-                f"Tell the user now, in one or two short sentences spoken to them, no "
-                f"greeting: {self.tell or 'what item 1 calls for'}"
+                "Tell the user now, in one or two short sentences of your own spoken to them "
+                f"(no greeting): {self.tell or 'what item 1 calls for'}"
             )
         else:
             what = (

@@ -11,7 +11,6 @@ from assistant.agent.refusal import WILLING_PATTERN
 from assistant.agent.routing import asks_about_their_life, first_tool
 from assistant.agent.speculation import Request
 from assistant.agent.tools import (
-    ASKING_PATTERN,
     COMPOSED_PATTERN,
     UNKNOWN_PATTERN,
     Tool,
@@ -47,8 +46,8 @@ class ReplyForm:
     # own tools.
     tick: bool = False
     speak: bool = False
-    # A message that asks (a heartbeat's follow-up question).
-    asking: bool = False
+    # A pattern the message is held to (what a heartbeat's message opens with).
+    opening: str | None = None
 
 
 def form_for(text: str, tools: Mapping[str, Tool]) -> ReplyForm:
@@ -95,7 +94,7 @@ class StepRequests:
         # task (an agent with no heartbeat tools is offered every tool).
         quiet = [t for t in tools if t.tick_only or t.name == "delegate_task"]
         self.quiet_tick = (action_schema(quiet), native_tools(quiet))
-        self.asking = action_schema(messages_only, opening=ASKING_PATTERN)
+        self.messages_only = messages_only
         self.has_tick_tools = any(t.tick_only for t in tools)
 
     def native(self) -> ToolCallingLLM | None:
@@ -124,8 +123,8 @@ class StepRequests:
             schema = self.grounded
         if form.tick and not form.speak and self.has_tick_tools:
             schema, tools = self.quiet_tick
-        if form.asking:
-            schema = self.asking
+        if form.opening is not None:
+            schema = action_schema(self.messages_only, opening=form.opening)
         if form.willing:
             schema = self.willing
         if form.admitting:

@@ -155,10 +155,6 @@ UNKNOWN_PATTERN = "^I don't know[^\"]*$"
 # judgement probes of 3); a raw line break inside the string is read (actions.py). Nor may it
 # end on a line break: "Raindrops dance on trees,\n" was closed there.
 COMPOSED_PATTERN = r'^[^"]*[^",:; \t\n\r]$'
-# A question said first at a heartbeat (how an event went, what the agent meant to ask): one
-# sentence ending in its question mark. Asked "ask them how it went", the 1.5B model said
-# "Marta's piano recital was a great success!" instead (docs/BENCHMARKS.md, "Speaking first").
-ASKING_PATTERN = r'^[^"?]*\?$'
 # How the block of memories retrieved for an event opens.
 MEMORIES_HEAD = "What you remember that may bear on this message"
 

@@ -36,27 +36,31 @@ LABELS: dict[ItemKind, str] = {
     "upcoming": "coming up",
     "passed": "just happened",
 }
-# What a person would say about what may need the user, and an example of the words (about
-# something else, so it is not copied). Told only "tell the user what item 1 calls for", the
-# 1.5B model read the digest's line back ("The user said '...' and the user said '...'") and
-# answered a due intention with "I don't know how Pedro's surgery went".
-TELL: dict[ItemKind, tuple[str, str]] = {
-    "intention": (
-        "do now what you meant to",
-        'for "Ask how the move went": "How did the move go?"',
-    ),
-    "task": (
-        "tell them what your background task came to",
-        '"I looked up the trains: the 8:15 gets you to Porto by 11."',
-    ),
-    "clash": (
-        "two of their plans are at the same time",
-        '"Heads-up: your haircut and the team lunch are both on Friday at noon. Want to move one?"',
-    ),
-    "upcoming": ("remind them it is coming up", '"Don\'t forget the book club tonight at 7!"'),
-    "passed": ("ask them how it went", '"How did the football final go?"'),
-    "plan": ("their own plan starts", '"Your yoga class starts in five minutes."'),
+# What a person would say about what may need the user. Told only "tell the user what item 1
+# calls for", the 1.5B model read the digest's line back ("The user said '...' and the user said
+# '...'") and answered a due intention with "I don't know how Pedro's surgery went"; given an
+# example of the words, it said the example ("Don't forget the book club tonight at 7!" for a
+# football match) in 6 of 16 (docs/BENCHMARKS.md, "Speaking first").
+TELL: dict[ItemKind, str] = {
+    "intention": "do now what you meant to",
+    "task": "tell them what your background task came to",
+    "clash": "two of their plans are at the same time",
+    "upcoming": "remind them it is coming up",
+    "passed": "ask them how it went",
+    "plan": "their own plan starts",
 }
+# How the message opens, held by the grammar: the words show what kind of message it is, and
+# what follows is about the item (no example to copy).
+_END = r'[^"]*[^",:; \t\n\r]$'
+QUESTION = r'^[^"?]*\?$'
+OPENINGS: dict[ItemKind, str] = {
+    "passed": r'^How (did|was) [^"?]*\?$',
+    "task": r"^I've finished " + _END,
+    "clash": r"^Heads-up: " + _END,
+    "upcoming": r"^Just a reminder: " + _END,
+    "plan": r"^Just a reminder: " + _END,
+}
+
 LINE_CHARS = 240
 
 
@@ -94,17 +98,18 @@ class Digest:
         if not self.actionable:
             return ""
         item = self.actionable[0]
-        what, example = TELL.get(item.kind, ("tell them about it", '"..."'))
-        return f"{what}: {item.text}. Say it to them in your own words, e.g. {example}"
+        return f"{TELL.get(item.kind, 'tell them about it')}: {item.text}"
 
-    def asks(self) -> bool:
-        """What to tell the user is a question: how an event went, or an intention to ask."""
+    def opening(self) -> str | None:
+        """The pattern the message about the first item that may need the user is held to:
+        a question for how an event went or an intention to ask, an opening that says the
+        kind of news for the rest (None: nothing to tell, or a free message)."""
         if not self.actionable:
-            return False
+            return None
         item = self.actionable[0]
-        return item.kind == "passed" or (
-            item.kind == "intention" and item.text.lower().startswith("ask")
-        )
+        if item.kind == "intention":
+            return QUESTION if item.text.lower().startswith("ask") else None
+        return OPENINGS.get(item.kind)
 
     def lines(self) -> list[str]:
         """The items numbered, the actionable ones first."""

@@ -58,7 +58,11 @@ class Look:
         may_speak = blocked is None and bool(digest.actionable)
         log.info("heartbeat: %d new (%d actionable)", len(digest.items), len(digest.actionable))
         event = HeartbeatTick(
-            tuple(digest.lines()), may_speak, digest.at, digest.tell(), may_speak and digest.asks()
+            tuple(digest.lines()),
+            may_speak,
+            digest.at,
+            digest.tell() if may_speak else "",
+            digest.opening() if may_speak else None,
         )
         return Woken(digest, event)
 
