@@ -297,7 +297,7 @@ def test_a_heartbeat_offers_its_own_tools_and_a_message_only_when_it_may_speak(
     assert "stay_quiet" not in json.dumps(llm.calls[0][0]), "nor in the instructions"
     quiet = agent.respond(HeartbeatTick(("1. (new memory) User: I like tea.",), may_speak=False))
     assert quiet.reply == "" and [s.tool for s in quiet.steps] == ["stay_quiet"]
-    assert set(tools_allowed(llm.schemas[1])) == {"set_intention", "stay_quiet"}
+    assert set(tools_allowed(llm.schemas[1])) == {"set_intention", "revise_day_plan", "stay_quiet"}
     assert "Nothing here needs the user" in llm.calls[1][-1]["content"]
     spoken = agent.respond(HeartbeatTick(("1. (coming up) Marta's recital (today 18:00)",)))
     assert tools_allowed(llm.schemas[2]) == ["send_message"], "something to tell: it is told"
@@ -320,6 +320,18 @@ def test_an_intention_kept_at_a_heartbeat_is_stored_for_its_time(
     assert kept.text == "Ask how Marta's recital went"
     assert kept.due_at == datetime(2026, 11, 28, 10, 0, tzinfo=LISBON)
     assert "kept for tomorrow at 10:00" in turn.steps[0].result
+
+
+def test_a_heartbeat_may_have_the_day_plan_revised(
+    stores: Stores, tmp_path: Path, clock: Clock
+) -> None:
+    reasons: list[str] = []
+    tools = heartbeat_tools(IntentionStore(tmp_path / "i.json"), clock, reasons.append)
+    llm = ScriptedStream(action("revise_day_plan", reason="the dentist moved to 4 pm"))
+    context = ContextWindow(instructions(), stores.core, ContextConfig(window_tokens=4096))
+    agent = Agent(llm, stores, context, AgentConfig(), tools=(*TOOLS, *tools))
+    turn = agent.respond(HeartbeatTick(('1. (new memory) "The dentist moved to 4 pm."',), False))
+    assert reasons == ["the dentist moved to 4 pm"] and turn.reply == ""
 
 
 def test_an_intention_in_the_past_is_refused_to_the_model(

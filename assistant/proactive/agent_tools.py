@@ -1,6 +1,6 @@
 """The tools the agent has at a heartbeat besides a word to the user and a background task:
-keep an intention for later, or stay quiet. Offered at heartbeats only (in a turn with the
-user, "stay quiet" would be a way not to answer)."""
+keep an intention for later, have today's plan revised, or stay quiet. Offered at heartbeats
+only (in a turn with the user, "stay quiet" would be a way not to answer)."""
 
 from __future__ import annotations
 
@@ -21,11 +21,21 @@ class SetIntention(Arguments):
     when: str = Field(description="When: 'tomorrow at 10', 'Sunday evening', an ISO time.")
 
 
+class ReviseDayPlan(Arguments):
+    reason: str = Field(description="What changed that today's plan should take in.")
+
+
 class StayQuiet(Arguments):
     reason: str = Field(description="Why nothing needs doing now, in a few words.")
 
 
-def heartbeat_tools(intentions: IntentionStore, clock: Callable[[], datetime]) -> tuple[Tool, ...]:
+def heartbeat_tools(
+    intentions: IntentionStore,
+    clock: Callable[[], datetime],
+    replan: Callable[[str], None] = lambda reason: None,
+) -> tuple[Tool, ...]:
+    """``replan``: have the rest of today's plan revised for a reason (in the background)."""
+
     def intend(_: Stores, arguments: SetIntention) -> str:
         now = clock()
         due = reminder_time(arguments.when, now)
@@ -37,6 +47,10 @@ def heartbeat_tools(intentions: IntentionStore, clock: Callable[[], datetime]) -
     def stay_quiet(_: Stores, arguments: StayQuiet) -> str:
         return "nothing done"
 
+    def revise(_: Stores, arguments: ReviseDayPlan) -> str:
+        replan(arguments.reason)
+        return "the rest of today's plan will be revised"
+
     return (
         Tool(
             "set_intention",
@@ -44,6 +58,13 @@ def heartbeat_tools(intentions: IntentionStore, clock: Callable[[], datetime]) -
             "heartbeat brings it back to you when it is due.",
             SetIntention,
             intend,
+            tick_only=True,
+        ),
+        Tool(
+            "revise_day_plan",
+            "Have the rest of today's plan revised, when something new changes the day.",
+            ReviseDayPlan,
+            revise,
             tick_only=True,
         ),
         Tool(

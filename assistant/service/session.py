@@ -204,13 +204,19 @@ def open_session(
         about_user=lambda: stores.core.blocks["human"].value,
         context=lambda now: _day_context(reminders, tasks, intentions, now),
     )
+
+    def replan(reason: str) -> None:
+        if settings.tasks.day_plan:
+            planner.changed(reason)
+            planner.poke()
+
     extra = background_tools(tasks, reminders, clock, on_reminder_added, heard=lambda: agent.heard)
     agent = open_agent(
         settings,
         llms.llm,
         stores,
         llms.gate,
-        tools=(*TOOLS, *extra, *heartbeat_tools(intentions, clock)),
+        tools=(*TOOLS, *extra, *heartbeat_tools(intentions, clock, replan)),
         background=llms.for_compaction(),
     )
     watch = Watch(
