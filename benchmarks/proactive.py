@@ -63,6 +63,8 @@ class Outcome:
     empty: bool = False
     llm_calls: int = 0
     ms: float = 0.0
+    # What the user said in the scenario so far.
+    heard: tuple[str, ...] = ()
 
     @property
     def acted(self) -> bool:
@@ -73,7 +75,7 @@ class Outcome:
         """An action where one was expected, about what it should be about."""
         if not self.acted or self.expected is None:
             return False
-        return self.expected.met_by(self.said)
+        return self.expected.met_by(self.said, self.heard)
 
 
 class CountingRequests:
@@ -153,7 +155,8 @@ def _seed(session: Any, step: Step) -> None:
 def _heartbeat(
     scenario: Scenario, step: Step, look: Any, host: Any, counter: CountingRequests
 ) -> Outcome:
-    outcome = Outcome(scenario.name, step.when, step.expect)
+    heard = tuple(s.say for s in scenario.steps if s.say is not None)
+    outcome = Outcome(scenario.name, step.when, step.expect, heard=heard)
     before = counter.count
     started = time.perf_counter()
     woken = look.wake()

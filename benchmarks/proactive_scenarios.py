@@ -10,6 +10,8 @@ away, "not now")."""
 
 from __future__ import annotations
 
+import re
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from zoneinfo import ZoneInfo
@@ -37,13 +39,22 @@ class Act:
     # The event is still ahead: asking how it went is wrong.
     ahead: bool = False
 
-    def met_by(self, message: str) -> bool:
+    def met_by(self, message: str, heard: Sequence[str] = ()) -> bool:
+        """``heard``: what the user said in the scenario (a message that reads it back in
+        their own person is careless)."""
         said = message.lower()
         named = any(word.lower() in said for word in self.about)
         both = not self.also or any(word.lower() in said for word in self.also)
         asked = not self.asks or "?" in message
         too_soon = self.ahead and any(p in said for p in ("how did", "how was", "how'd"))
-        return named and both and asked and not too_soon and not careless(message)
+        return (
+            named
+            and both
+            and asked
+            and not too_soon
+            and not careless(message)
+            and not reads_back(message, heard)
+        )
 
 
 # What no careful person says first: the prompt read back, the user spoken of as "the user",
@@ -58,7 +69,13 @@ _CARELESS = (
     "i do not know",
     "i don't remember",
     "i'm sorry, but",
+    "(today at",
+    "(tomorrow at",
+    "(yesterday at",
 )
+_FIRST_PERSON = {"i", "i'm", "i'll", "i've", "my", "me", "we", "we're", "our"}
+# Words in a row that make a quotation.
+QUOTED_WORDS = 5
 
 
 def careless(message: str) -> bool:
@@ -352,3 +369,21 @@ SCENARIOS: tuple[Scenario, ...] = (
         tick("Fri 12:00"),
     ),
 )
+
+
+def reads_back(message: str, heard: Sequence[str]) -> bool:
+    """The message says a run of the user's words that speaks in their person ("My daughter's
+    school concert is on Saturday"), as the user said it."""
+    words = _words(message)
+    runs = {tuple(words[i : i + QUOTED_WORDS]) for i in range(len(words) - QUOTED_WORDS + 1)}
+    for text in heard:
+        theirs = _words(text)
+        for i in range(len(theirs) - QUOTED_WORDS + 1):
+            run = tuple(theirs[i : i + QUOTED_WORDS])
+            if run in runs and _FIRST_PERSON & set(run):
+                return True
+    return False
+
+
+def _words(text: str) -> list[str]:
+    return re.findall(r"[a-z0-9']+", text.lower().replace("\u2019", "'"))

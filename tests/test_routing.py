@@ -237,6 +237,14 @@ def test_the_time_of_a_reminder_as_said_to_the_user(due: datetime, said: str) ->
 def test_a_reminder_is_turned_to_the_user() -> None:
     assert addressed_to_the_user("take my pills") == "take your pills"
     assert addressed_to_the_user("tell Mum I love her") == "tell Mum you love her"
+    assert (
+        addressed_to_the_user("I'm at the dentist, I am late")
+        == "you're at the dentist, you are late"
+    )
+    assert (
+        addressed_to_the_user("I\u2019ll watch it; I've seen it")
+        == "you'll watch it; you've seen it"
+    )
     assert addressed_to_the_user("call Amy about mine") == "call Amy about yours"
     assert addressed_to_the_user("email Tim") == "email Tim", "nothing to turn"
 

@@ -72,6 +72,10 @@ class Item:
     kind: ItemKind
     text: str
     actionable: bool = False
+    # What the user is told of it, in words to say to them ("your daughter's concert is on
+    # Saturday at 11 am"); the text when empty. Given the user's words as said ("My daughter's
+    # concert ... (today at 11:00)"), the 1.5B model said them back so.
+    told: str = ""
 
     def line(self) -> str:
         text = " ".join(self.text.split())
@@ -98,7 +102,7 @@ class Digest:
         if not self.actionable:
             return ""
         item = self.actionable[0]
-        return f"{TELL.get(item.kind, 'tell them about it')}: {item.text}"
+        return f"{TELL.get(item.kind, 'tell them about it')}: {item.told or item.text}"
 
     def opening(self) -> str | None:
         """The pattern the message about the first item that may need the user is held to:

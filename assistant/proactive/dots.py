@@ -12,6 +12,7 @@ from datetime import datetime, timedelta
 import numpy as np
 
 from assistant.proactive.digest import Item
+from assistant.tasks.reminders import addressed_to_the_user
 from memory.graph.store import GraphStore, Triplet
 from memory.records import Kind, MemoryRecord
 from memory.stream import Filters, MemoryStream
@@ -106,6 +107,7 @@ class Dots:
                         f"{said(event.record)} and {said(other.record)}, both "
                         f"{_at(event.when, now)}",
                         actionable=True,
+                        told=f"{to_user(event.record)}, and {to_user(other.record)}",
                     )
                 )
         return items
@@ -117,6 +119,7 @@ class Dots:
                 "upcoming",
                 f"{said(e.record)} ({_at(e.when, now)})",
                 actionable=True,
+                told=to_user(e.record),
             )
             for e in events
             if now < e.when <= now + UPCOMING_WITHIN
@@ -142,6 +145,7 @@ class Dots:
                     "passed",
                     f"{said(event.record)} ({_at(event.when, now)})",
                     actionable=True,
+                    told=to_user(event.record),
                 )
             )
         return items
@@ -200,6 +204,13 @@ def said(record: MemoryRecord) -> str:
     if text.startswith(USER_PREFIX):
         return f'"{text[len(USER_PREFIX) :]}"'
     return text
+
+
+def to_user(record: MemoryRecord) -> str:
+    """A memory of the user's words as said to them: "I have the dentist on Thursday at 3
+    pm." -> "you have the dentist on Thursday at 3 pm"."""
+    text = record.text.removeprefix(USER_PREFIX).strip().rstrip(".!")
+    return addressed_to_the_user(text)
 
 
 def _at(when: datetime, now: datetime) -> str:

@@ -84,14 +84,30 @@ def spoken_time(due: datetime, now: datetime) -> str:
     return f"on {due.day} {due:%B} at {clock}"
 
 
-_TO_YOU = {"i": "you", "me": "you", "my": "your", "mine": "yours", "myself": "yourself"}
-_FIRST_PERSON = re.compile(r"\b(" + "|".join(_TO_YOU) + r")\b", re.IGNORECASE)
+_TO_YOU = {
+    "i am": "you are",
+    "i'm": "you're",
+    "i'll": "you'll",
+    "i've": "you've",
+    "i'd": "you'd",
+    "i": "you",
+    "me": "you",
+    "my": "your",
+    "mine": "yours",
+    "myself": "yourself",
+}
+# Longer forms first ("I'm" before "I"); the apostrophe as typed or as a typographer's.
+_FIRST_PERSON = re.compile(
+    r"\b(" + "|".join(k.replace("'", "['\u2019]") for k in _TO_YOU) + r")\b", re.IGNORECASE
+)
 
 
 def addressed_to_the_user(text: str) -> str:
     """The user's own words turned to them: "take my pills" -> "take your pills" (a reminder
     is said back and read when it fires; the model copies the user's "my" into it)."""
-    return _FIRST_PERSON.sub(lambda found: _TO_YOU[found.group(1).lower()], text)
+    return _FIRST_PERSON.sub(
+        lambda found: _TO_YOU[found.group(1).lower().replace("\u2019", "'")], text
+    )
 
 
 _BARE_CLOCK = re.compile(r"^\d{1,2}(?::\d{2})?\s*(?:am|pm|a\.m\.|p\.m\.)?$", re.IGNORECASE)
