@@ -52,9 +52,12 @@ TELL: dict[ItemKind, str] = {
 # How the message opens, held by the grammar: the words show what kind of message it is, and
 # what follows is about the item (no example to copy).
 _END = r'[^"]*[^",:; \t\n\r]$'
-QUESTION = r'^[^"?]*\?$'
+# One question of one sentence: asked for a due "Ask how Pedro's surgery went", the 1.5B model
+# wrote "I asked how Pedro's surgery went yesterday. It went well, ... How about you?".
+_ASKING = "How What Did Have Has Is Are Was Were Do Does Any When Where Who Which Could Would"
+QUESTION = "^(" + "|".join(_ASKING.split()) + r')[^"?.!]*\?$'
 OPENINGS: dict[ItemKind, str] = {
-    "passed": r'^How (did|was) [^"?]*\?$',
+    "passed": r'^How (did|was) [^"?.!]*\?$',
     "task": r"^I've finished " + _END,
     "clash": r"^Heads-up: " + _END,
     "upcoming": r"^Just a reminder: " + _END,
@@ -102,6 +105,9 @@ class Digest:
         if not self.actionable:
             return ""
         item = self.actionable[0]
+        if item.kind == "intention" and _asks(item.text):
+            # "Ask how Pedro's surgery went": "ask them how Pedro's surgery went".
+            return f"ask them {item.text.split(maxsplit=1)[1]}"
         return f"{TELL.get(item.kind, 'tell them about it')}: {item.told or item.text}"
 
     def opening(self) -> str | None:
@@ -112,10 +118,16 @@ class Digest:
             return None
         item = self.actionable[0]
         if item.kind == "intention":
-            return QUESTION if item.text.lower().startswith("ask") else None
+            return QUESTION if _asks(item.text) else None
         return OPENINGS.get(item.kind)
 
     def lines(self) -> list[str]:
         """The items numbered, the actionable ones first."""
         ordered = [*self.actionable, *(i for i in self.items if not i.actionable)]
         return [f"{number}. {item.line()}" for number, item in enumerate(ordered, 1)]
+
+
+def _asks(intention: str) -> bool:
+    """An intention to ask the user something ("Ask how the move went")."""
+    words = intention.split(maxsplit=1)
+    return len(words) == 2 and words[0].lower() == "ask"
