@@ -396,3 +396,15 @@ def test_an_intention_that_asks_nothing_is_a_free_message() -> None:
     assert told.opening() is None and told.tell().startswith("do now what you meant to: ")
     asks = Digest(FRIDAY, (Item("intention:1", "intention", "Ask how the move went", True),))
     assert asks.tell() == "ask them how the move went"
+
+
+def test_what_code_found_comes_before_the_agents_own_intentions() -> None:
+    digest = Digest(
+        FRIDAY,
+        (
+            Item("intention:1", "intention", "Check on the flight", True),
+            Item("upcoming:1", "upcoming", '"My flight leaves at 7 pm"', True, "your flight"),
+        ),
+    )
+    assert [i.kind for i in digest.actionable] == ["upcoming", "intention"]
+    assert digest.tell() == "remind them it is coming up: your flight"

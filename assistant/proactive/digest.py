@@ -55,7 +55,9 @@ _END = r'[^"]*[^",:; \t\n\r]$'
 # One question of one sentence: asked for a due "Ask how Pedro's surgery went", the 1.5B model
 # wrote "I asked how Pedro's surgery went yesterday. It went well, ... How about you?".
 _ASKING = "How What Did Have Has Is Are Was Were Do Does Any When Where Who Which Could Would"
-QUESTION = "^(" + "|".join(_ASKING.split()) + r')[^"?.!]*\?$'
+# The word, then a space: held to a bare prefix, the model fused "Is" and "sent" ("Isent the
+# tax form last week ...?").
+QUESTION = "^(" + "|".join(_ASKING.split()) + r') [^"?.!]*\?$'
 OPENINGS: dict[ItemKind, str] = {
     "passed": r'^How (did|was) [^"?.!]*\?$',
     "task": r"^I've finished " + _END,
@@ -98,7 +100,11 @@ class Digest:
 
     @property
     def actionable(self) -> tuple[Item, ...]:
-        return tuple(item for item in self.items if item.actionable)
+        """What may need the user, what code found first (a task's result, a clash, an event
+        coming up or just passed) and the agent's own intentions last: the 1.5B model's
+        intentions often restate what code finds ("Check on the flight")."""
+        found = [item for item in self.items if item.actionable]
+        return tuple(sorted(found, key=lambda item: item.kind == "intention"))
 
     def tell(self) -> str:
         """What to tell the user about the first item that may need them ("" if none)."""
