@@ -18,12 +18,13 @@ from assistant.agent.context import ContextConfig, ContextWindow
 from assistant.agent.events import HeartbeatTick, UserText
 from assistant.agent.instructions import instructions
 from assistant.agent.tools import TOOLS, Stores
-from assistant.agent.turn import AgentConfig
+from assistant.agent.turn import AgentConfig, Turn
 from assistant.proactive.agent_tools import heartbeat_tools
 from assistant.proactive.digest import Digest, Item
 from assistant.proactive.dots import Dots
 from assistant.proactive.gate import GateRules, ProactiveGate, asks_for_quiet
 from assistant.proactive.intentions import IntentionError, IntentionStore
+from assistant.proactive.look import Look
 from assistant.proactive.watch import Watch
 from assistant.service.session import REMINDED_WITHIN
 from assistant.tasks.reminders import ReminderStore
@@ -408,3 +409,27 @@ def test_what_code_found_comes_before_the_agents_own_intentions() -> None:
     )
     assert [i.kind for i in digest.actionable] == ["upcoming", "intention"]
     assert digest.tell() == "remind them it is coming up: your flight"
+
+
+def test_what_needs_the_user_waits_while_they_may_not_be_spoken_to_and_comes_one_at_a_time(
+    stream: MemoryStream, tmp_path: Path, clock: Clock
+) -> None:
+    watch = watch_on(stream, tmp_path, clock)
+    watch.look()
+    present = [False]
+    gate = ProactiveGate(GateRules(), lambda: present[0], lambda: False, tmp_path / "p.json", clock)
+    look = Look(watch, gate)
+    watch.intentions.add("Ask how the move went", FRIDAY)
+    watch.intentions.add("Ask about the new job", FRIDAY)
+    clock.advance(minutes=5)
+    assert look.wake() is None, "away, and nothing else new: no LLM is asked"
+    present[0] = True
+    woken = look.wake()
+    assert woken is not None and woken.event.may_speak
+    assert woken.event.tell == "ask them how the move went"
+    settled = look.settle(woken, Turn(reply="How did the move go?"))
+    assert settled.said == "How did the move go?" and gate.said_before(
+        woken.digest.actionable[0].key
+    )
+    again = look.wake()
+    assert again is not None and again.event.tell == "ask them about the new job"

@@ -23,6 +23,7 @@ from tests.helpers.fake_openai import ScriptedEndpoint, scripted_endpoint
 from tests.helpers.service import InProcess, action, until
 
 ASKED = "How did Marta's recital go?"
+DENTIST = "How was the dentist?"
 
 
 def route(body: dict[str, Any]) -> str:
@@ -33,7 +34,7 @@ def route(body: dict[str, Any]) -> str:
             return json.dumps(
                 {"tool": "stay_quiet", "arguments": {"reason": "away"}, "request_heartbeat": False}
             )
-        return json.dumps({"message": ASKED})
+        return json.dumps({"message": DENTIST if "dentist" in last else ASKED})
     return action("Noted.")
 
 
@@ -115,7 +116,7 @@ async def test_a_due_intention_is_said_first_marked_and_kept_in_the_history(
     await client.close()
 
 
-async def test_after_not_now_the_agent_is_woken_but_may_not_speak(
+async def test_after_not_now_what_needs_the_user_waits_and_asks_the_llm_nothing(
     running: tuple[LoadedConfig, InProcess, ScriptedEndpoint],
 ) -> None:
     loaded, service, endpoint = running
@@ -127,13 +128,17 @@ async def test_after_not_now_the_agent_is_woken_but_may_not_speak(
     await until(client, lambda u: isinstance(u, ReplyEnd) and u.text == ASKED)
     await client.send(Say(text="Not now, please.", ref="n"))
     await until(client, lambda u: isinstance(u, ReplyEnd))
-    session.intentions.add("Ask about the dentist", session.clock() - timedelta(minutes=1))
-    await ticked(client, service)
-    quiet = heartbeat_requests(endpoint)[-1]
-    assert "Ask about the dentist" in json.dumps(
-        quiet
-    ) and "Nothing here needs the user" in json.dumps(quiet)
-    assert "send_message" not in json.dumps(quiet.get("response_format"))
     gate = service.service.proactive.gate
     assert gate is not None and "not now" in str(gate.blocked())
+    session.intentions.add("Ask about the dentist", session.clock() - timedelta(minutes=1))
+    asked = len(heartbeat_requests(endpoint))
+    await ticked(client, service)
+    await ticked(client, service)
+    # The user's "Not now" is news (one quiet look at most); the intention waits, unasked.
+    looks = heartbeat_requests(endpoint)[asked:]
+    assert len(looks) <= 1 and "Ask about the dentist" not in json.dumps(looks)
+    # Two hours later (the quiet is over), it is told.
+    gate.ledger = gate.ledger.model_copy(update={"quiet_until": None})
+    await client.send(Tick())
+    await until(client, lambda u: isinstance(u, ReplyEnd) and u.text == DENTIST)
     await client.close()

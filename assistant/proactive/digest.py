@@ -5,6 +5,7 @@ end) or is only for the agent to know (a new memory, a link between memories).""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Literal
@@ -105,6 +106,10 @@ class Digest:
         intentions often restate what code finds ("Check on the flight")."""
         found = [item for item in self.items if item.actionable]
         return tuple(sorted(found, key=lambda item: item.kind == "intention"))
+
+    def without(self, items: Sequence[Item]) -> Digest:
+        keys = {item.key for item in items}
+        return Digest(self.at, tuple(i for i in self.items if i.key not in keys))
 
     def tell(self) -> str:
         """What to tell the user about the first item that may need them ("" if none)."""

@@ -48,15 +48,18 @@ class Look:
         self.gate = gate
 
     def wake(self) -> Woken | None:
-        """The event that wakes the agent, or None when nothing changed."""
+        """The event that wakes the agent, or None when nothing changed. While the user may
+        not be spoken to, what may need them waits (it is not given, so it comes back when
+        they may be: a night of quiet hours asks the LLM nothing for it)."""
         digest = self.watch.look()
+        blocked = self.gate.blocked()
+        if blocked is not None and digest.actionable:
+            log.info("heartbeat: %d to tell later (%s)", len(digest.actionable), blocked)
+            digest = digest.without(digest.actionable)
         if digest.empty:
             return None
-        blocked = self.gate.blocked()
-        if blocked is not None:
-            log.info("heartbeat: no message now (%s)", blocked)
-        may_speak = blocked is None and bool(digest.actionable)
-        log.info("heartbeat: %d new (%d actionable)", len(digest.items), len(digest.actionable))
+        may_speak = bool(digest.actionable)
+        log.info("heartbeat: %d new (%d to tell)", len(digest.items), len(digest.actionable))
         event = HeartbeatTick(
             tuple(digest.lines()),
             may_speak,
@@ -67,17 +70,26 @@ class Look:
         return Woken(digest, event)
 
     def settle(self, woken: Woken, turn: Turn) -> Settled:
+        """What comes of the agent's turn: the message told of the first item that may need
+        the user is said if it still may be; what was given is marked so, except what may need
+        the user and was not told (it comes back at a later heartbeat)."""
+        digest = woken.digest
         if turn.interrupted:
             # What it was given comes back at the next heartbeat.
             return Settled(not_said="the user spoke first" if turn.reply else None)
-        self.watch.given(woken.digest)
-        if not turn.reply:
+        if not turn.reply:  # nothing to tell, or no message could be had: not asked again
+            self.watch.given(digest)
             return Settled()
-        reason = self.gate.blocked() or self._repeats(turn.reply)
+        told, later = digest.actionable[:1], digest.actionable[1:]
+        blocked = self.gate.blocked()
+        reason = blocked or self._repeats(turn.reply)
+        # Blocked now (the user started speaking), what it was about is told later; a
+        # repeat is not.
+        self.watch.given(digest.without((*later, *(told if blocked else ()))))
         if reason is not None:
             log.info("heartbeat: not said (%s): %s", reason, turn.reply)
             return Settled(not_said=reason)
-        self.gate.said([item.key for item in woken.digest.actionable], turn.reply)
+        self.gate.said([item.key for item in told], turn.reply)
         log.info("heartbeat: said first: %s", turn.reply)
         return Settled(said=turn.reply)
 
