@@ -32,7 +32,7 @@ LABELS: dict[ItemKind, str] = {
     "reminder": "reminder within the hour, it fires by itself",
     "task": "your background task ended, the user not told yet",
     "waiting": "background task waiting for the user",
-    "plan": "their plan starting",
+    "plan": "plan starting",
     "clash": "clash",
     "upcoming": "coming up",
     "passed": "just happened",
