@@ -166,7 +166,12 @@ def _heartbeat(
         turn = host.agent.respond(woken.event)
         settled = look.settle(woken, turn)
         outcome.said = settled.said or ""
-        outcome.delegated = any(s.tool == "delegate_task" and not s.failed for s in turn.steps)
+        # A task the agent chose counts as an action even where the benchmark's session runs
+        # no tasks (it fails to start); one the guard refused does not.
+        outcome.delegated = any(
+            s.tool == "start_background_task" and "cannot talk to the user" not in s.result
+            for s in turn.steps
+        )
         tools = [s.tool for s in turn.steps]
         log(f"      digest: {' / '.join(woken.event.digest)} | may speak: {woken.event.may_speak}")
         log(f"      tools: {tools} {('not said: ' + settled.not_said) if settled.not_said else ''}")

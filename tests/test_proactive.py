@@ -299,6 +299,7 @@ def test_a_heartbeat_offers_its_own_tools_and_a_message_only_when_it_may_speak(
     quiet = agent.respond(HeartbeatTick(("1. (new memory) User: I like tea.",), may_speak=False))
     assert quiet.reply == "" and [s.tool for s in quiet.steps] == ["stay_quiet"]
     assert set(tools_allowed(llm.schemas[1])) == {"set_intention", "revise_day_plan", "stay_quiet"}
+    assert "delegate_task" not in tools_allowed(llm.schemas[1])
     assert "Nothing here needs the user" in llm.calls[1][-1]["content"]
     spoken = agent.respond(HeartbeatTick(("1. (coming up) Marta's recital (today 18:00)",)))
     assert tools_allowed(llm.schemas[2]) == ["send_message"], "something to tell: it is told"
@@ -433,3 +434,33 @@ def test_what_needs_the_user_waits_while_they_may_not_be_spoken_to_and_comes_one
     )
     again = look.wake()
     assert again is not None and again.event.tell == "ask them about the new job"
+
+
+@pytest.mark.parametrize(
+    ("goal", "started"),
+    [
+        ("ask how the interview went", False),
+        ("Tell the user the recital moved", False),
+        ("Check with them whether the form was sent", False),
+        ("Gather what the user said about the garden project into a note", True),
+        ("Look through my memories for Ana's address", True),
+    ],
+)
+def test_a_heartbeat_may_start_work_but_not_a_word_with_the_user(
+    stores: Stores, tmp_path: Path, clock: Clock, goal: str, started: bool
+) -> None:
+    goals: list[str] = []
+    tools = heartbeat_tools(
+        IntentionStore(tmp_path / "i.json"), clock, delegate=lambda g: goals.append(g)
+    )
+    llm = ScriptedStream(
+        action("start_background_task", goal=goal), action("stay_quiet", reason="nothing")
+    )
+    context = ContextWindow(instructions(), stores.core, ContextConfig(window_tokens=4096))
+    agent = Agent(llm, stores, context, AgentConfig(), tools=(*TOOLS, *tools))
+    turn = agent.respond(HeartbeatTick(('1. (new memory) "The garden meeting is Friday."',), False))
+    assert "start_background_task" in tools_allowed(llm.schemas[0])
+    assert goals == ([goal] if started else [])
+    if not started:
+        assert "cannot talk to the user" in turn.steps[0].result
+        assert [s.tool for s in turn.steps] == ["start_background_task", "stay_quiet"]

@@ -90,9 +90,8 @@ class StepRequests:
         self.composing = action_schema(messages_only, opening=COMPOSED_PATTERN)
         # The answer asked for after one that made up what it was not told (grounding.py).
         self.admitting = action_schema(messages_only, opening=UNKNOWN_PATTERN)
-        # A heartbeat's choices when it has nothing to tell: its own tools (an agent with no
-        # heartbeat tools is offered every tool). Not a background task: offered one, the 1.5B
-        # model delegated "ask how the interview went" (tried in tmux).
+        # A heartbeat's choices when it has nothing to tell: its own tools, a background task
+        # among them (an agent with no heartbeat tools is offered every tool).
         quiet = [t for t in tools if t.tick_only]
         self.quiet_tick = (action_schema(quiet), native_tools(quiet))
         self.messages_only = messages_only

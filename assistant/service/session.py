@@ -216,7 +216,7 @@ def open_session(
         llms.llm,
         stores,
         llms.gate,
-        tools=(*TOOLS, *extra, *heartbeat_tools(intentions, clock, replan)),
+        tools=(*TOOLS, *extra, *heartbeat_tools(intentions, clock, replan, tasks.delegate)),
         background=llms.for_compaction(),
     )
     watch = Watch(
