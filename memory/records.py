@@ -32,11 +32,16 @@ def utc_now() -> datetime:
 Clock = Callable[[], datetime]
 
 
+# Sources that name who wrote the memory after a colon: a sub-agent's task id, or the name an
+# MCP client gave itself.
+NAMED_SOURCES = ("subagent:", "mcp:")
+
+
 def is_valid_source(source: str) -> bool:
-    """user | assistant | tool | import | subagent:<id>."""
-    if source in ("user", "assistant", "tool", "import"):
+    """user | assistant | tool | import | vault | subagent:<id> | mcp:<client name>."""
+    if source in ("user", "assistant", "tool", "import", "vault"):
         return True
-    return source.startswith("subagent:") and len(source) > len("subagent:")
+    return any(source.startswith(p) and len(source) > len(p) for p in NAMED_SOURCES)
 
 
 @dataclass(frozen=True)

@@ -31,8 +31,10 @@ def quality_stt(quality_settings: Settings) -> WhisperSTT:
 
 @pytest.fixture(scope="module")
 def tts(quality_settings: Settings) -> PiperTTS:
+    # Piper draws noise in the model: varied renderings made "a light breeze" "the like
+    # breeze" in one CI run in many, so the figures here are taken on the repeatable voice.
     paths = ProfileModels(quality_settings).tts()
-    return PiperTTS(paths.model, paths.config)
+    return PiperTTS(paths.model, paths.config, varied=False)
 
 
 def test_word_error_rate_by_hand() -> None:
