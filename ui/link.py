@@ -7,27 +7,18 @@ and memory changes made anywhere are published on :attr:`ServiceLink.memory_chan
 
 from __future__ import annotations
 
-import asyncio
-import uuid
-from typing import TypeVar
-
 from textual.dom import DOMNode
 from textual.signal import Signal
 
+from assistant.clients.answers import ANSWER_TIMEOUT_S, A, AnswerError, Answers
 from assistant.clients.connection import ServiceClient, ServiceError
 from assistant.protocol import Update
-from assistant.protocol.common import Answer, Failed, Wire
+from assistant.protocol.common import Answer, Wire
 from assistant.protocol.memory import MemoryChangedByUser, MemoryStats
 from assistant.protocol.tasks import Tasks
 
-# How long a request waits for its answer (a search at a million memories takes ~0.3 s).
-ANSWER_TIMEOUT_S = 30.0
-
-A = TypeVar("A", bound=Answer)
-
-
-class LinkError(Exception):
-    """The request was not carried out; the message says why, in one line."""
+# The screens' name for a request that was not carried out (one line).
+LinkError = AnswerError
 
 
 class ServiceLink:
@@ -38,7 +29,7 @@ class ServiceLink:
         self.memory_changed: Signal[MemoryChangedByUser] = Signal(owner, "memory-changed")
         self.stats_changed: Signal[MemoryStats] = Signal(owner, "memory-stats")
         self.tasks: Signal[Tasks] = Signal(owner, "tasks")
-        self._waiting: dict[str, asyncio.Future[Answer]] = {}
+        self._answers = Answers()
 
     async def send(self, request: Wire) -> None:
         """Send a request that has no answer of its own."""
@@ -51,34 +42,15 @@ class ServiceLink:
 
     async def ask(self, request: Wire, expected: type[A], timeout_s: float = ANSWER_TIMEOUT_S) -> A:
         """Send ``request`` (which has a ``ref``, filled in here) and wait for its answer."""
-        client = self.client
-        if client is None:
+        if self.client is None:
             raise LinkError("not connected to the Brain OS service")
-        ref = uuid.uuid4().hex
-        waiting: asyncio.Future[Answer] = asyncio.get_running_loop().create_future()
-        self._waiting[ref] = waiting
-        try:
-            await client.send(request.model_copy(update={"ref": ref}))
-            answer = await asyncio.wait_for(waiting, timeout_s)
-        except ServiceError as error:
-            raise LinkError(str(error)) from None
-        except TimeoutError:
-            raise LinkError(f"the service did not answer in {timeout_s:.0f} s") from None
-        finally:
-            self._waiting.pop(ref, None)
-        if isinstance(answer, Failed):
-            raise LinkError(answer.text)
-        if not isinstance(answer, expected):
-            raise LinkError(f"unexpected answer from the service: {answer.type}")
-        return answer
+        return await self._answers.ask(self.client, request, expected, timeout_s)
 
     def take(self, update: Update) -> bool:
         """Deal with ``update`` if it is for this link (True), else leave it to the caller."""
         match update:
             case Answer():  # an answer, or Failed
-                waiting = self._waiting.get(update.ref)
-                if waiting is not None and not waiting.done():
-                    waiting.set_result(update)
+                self._answers.take(update)
                 return True
             case MemoryChangedByUser():
                 self.memory_changed.publish(update)
@@ -95,6 +67,4 @@ class ServiceLink:
     def lost(self, reason: str) -> None:
         """The connection closed: every request still waiting fails with ``reason``."""
         self.client = None
-        for waiting in self._waiting.values():
-            if not waiting.done():
-                waiting.set_result(Failed(ref="", text=reason))
+        self._answers.lost(reason)
