@@ -1,10 +1,11 @@
 """The service's wire protocol: one JSON object per line over the Unix socket, UTF-8.
 
-Version 8 (2 added the voice messages, 3 the memory messages, 4 the task messages, 5 the
+Version 9 (2 added the voice messages, 3 the memory messages, 4 the task messages, 5 the
 questions of tasks waiting for the user's permission and the day plan's requests, 6 the
 knowledge graph's messages, 7 the pieces of documents a fact was learnt from, 8 the agent's
 intentions, the plans made before the planner was held to the user's time, and a message
-the assistant says first marked as such). A client's
+the assistant says first marked as such, 9 what the MCP server asks: adding a memory,
+searching recall storage, one task, today's plan, listing and setting reminders). A client's
 first line is ``hello``; the service answers ``welcome`` with its state and the recent
 conversation. After that the client sends requests and the service sends updates to every
 client at once, so two windows show the same conversation. docs/SERVICE.md describes each

@@ -7,7 +7,7 @@ from typing import Annotated, Literal
 
 from pydantic import AfterValidator, BaseModel, ConfigDict
 
-PROTOCOL_VERSION = 8
+PROTOCOL_VERSION = 9
 # The longest line either side sends or accepts (a message is capped far below it).
 MAX_LINE_BYTES = 1 << 20
 

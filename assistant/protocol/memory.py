@@ -1,6 +1,7 @@
-"""The protocol's memory messages: what the memory screen asks of the service and what it
-gets back. Each request carries the client's ``ref``; the answer (or ``Failed``) echoes it and
-goes to that client alone. A change also goes to every client as ``MemoryChangedByUser``.
+"""The protocol's memory messages: what the memory screen (and the MCP server) asks of the
+service and what it gets back, and the search of recall storage, the conversation as it was
+said. Each request carries the client's ``ref``; the answer (or ``Failed``) echoes it and goes
+to that client alone. A change also goes to every client as ``MemoryChangedByUser``.
 """
 
 from __future__ import annotations
@@ -20,6 +21,9 @@ SortKey = Literal["created_at", "last_accessed_at", "importance", "utility", "ev
 
 # The most rows one page may ask for (a screenful is about 40).
 MAX_PAGE_SIZE = 500
+# The longest text a client may give a new memory (a huge paste is refused, not cut): even
+# escaped, far under the wire's longest line.
+MAX_MEMORY_CHARS = 50_000
 
 
 # Client to service
@@ -81,6 +85,33 @@ class MemoryUndo(Wire):
     change_id: str | None = None
 
 
+class AddMemory(Wire):
+    """Keep a new memory, checked as an edit on screen is (``source``: who wrote it, e.g.
+    ``mcp:<client name>``); a near-copy of a recent one is merged into it instead."""
+
+    type: Literal["memory_add"] = "memory_add"
+    ref: str
+    text: ClientText = Field(max_length=MAX_MEMORY_CHARS)
+    kind: Kind = "observation"
+    importance: int | None = Field(None, ge=1, le=10)
+    pinned: bool = False
+    source: str = "user"
+
+
+class RecallQuery(Wire):
+    """Recall storage, every message of the conversation as it was said: with a ``query``,
+    ranked by words and meaning together; without one, those in the time range, oldest
+    first."""
+
+    type: Literal["recall_query"] = "recall_query"
+    ref: str
+    query: ClientText = ""
+    since: datetime | None = None
+    until: datetime | None = None
+    page: int = Field(1, ge=1)
+    page_size: int = Field(10, ge=1, le=MAX_PAGE_SIZE)
+
+
 class CoreQuery(Wire):
     """The core memory blocks (persona, human) the agent sees in every prompt."""
 
@@ -98,7 +129,15 @@ class CoreEdit(Wire):
 
 
 MemoryRequest = (
-    MemoryQuery | MemoryOpen | MemoryEdit | MemoryDelete | MemoryUndo | CoreQuery | CoreEdit
+    MemoryQuery
+    | MemoryOpen
+    | MemoryEdit
+    | MemoryDelete
+    | MemoryUndo
+    | AddMemory
+    | RecallQuery
+    | CoreQuery
+    | CoreEdit
 )
 
 
@@ -163,6 +202,22 @@ class MemoryDone(Answer):
     text: str
 
 
+class RecallRow(Wire):
+    id: str
+    seq: int
+    role: str
+    text: str
+    at: datetime
+
+
+class RecallPage(Answer):
+    type: Literal["recall_page"] = "recall_page"
+    rows: list[RecallRow]
+    total: int
+    page: int
+    page_size: int
+
+
 class MemoryChangedByUser(Wire):
     """Sent to every client when someone changed a memory, so open lists refresh."""
 
@@ -192,5 +247,5 @@ class MemoryStats(Wire):
     reflecting: bool = False
 
 
-MemoryAnswer = MemoryPage | MemoryDetail | MemoryDone | CoreBlocks
+MemoryAnswer = MemoryPage | MemoryDetail | MemoryDone | RecallPage | CoreBlocks
 MemoryUpdate = MemoryAnswer | MemoryChangedByUser | MemoryStats

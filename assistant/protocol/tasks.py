@@ -1,16 +1,19 @@
 """The protocol's task messages: what the service is doing and delegated tasks as clients
-show them, and the requests that start, cancel or resume one, plan the day, clear the plans
-made before the planner was held to the user's own time, list, edit or settle the agent's
-intentions, or make the heartbeat tick. Each request that carries the client's ``ref`` has its
-answer (``TaskAccepted``, ``PlanDone``, ``OldPlans``, ``Intentions``, or ``Failed``) echo it,
-to that client alone. Fired reminders and the questions of tasks waiting for the user's
-permission go to every client.
+show them, and the requests that start, cancel, resume or read one, plan the day or read
+today's plan, clear the plans made before the planner was held to the user's own time, list,
+edit or settle the agent's intentions, list or set reminders, or make the heartbeat tick. Each
+request that carries the client's ``ref`` has its answer (``TaskAccepted``, ``PlanDone``,
+``DayPlan``, ``OldPlans``, ``Intentions``, ``Reminders``, or ``Failed``) echo it, to that
+client alone. Fired reminders and the questions of tasks waiting for the user's permission go
+to every client.
 """
 
 from __future__ import annotations
 
 from datetime import datetime
 from typing import Literal
+
+from pydantic import Field
 
 from assistant.protocol.common import Answer, ClientText, Wire
 
@@ -21,6 +24,9 @@ TaskStatus = Literal["queued", "running", "waiting", "done", "failed", "cancelle
 SubGoalStatus = Literal["todo", "doing", "done", "dropped"]
 # The intentions' own (assistant/proactive/intentions.py), for the same reason.
 IntentionStatus = Literal["pending", "done", "cancelled"]
+
+# The longest text a client may give a reminder (it is said aloud when it fires).
+MAX_REMINDER_CHARS = 1_000
 
 # Client to service
 
@@ -35,6 +41,14 @@ class Delegate(Wire):
     type: Literal["delegate"] = "delegate"
     ref: str
     goal: ClientText
+
+
+class GetTask(Wire):
+    """One task as it now stands (also one too old to be listed in ``tasks``)."""
+
+    type: Literal["task"] = "task"
+    ref: str
+    id: str
 
 
 class CancelTask(Wire):
@@ -68,6 +82,13 @@ class PlanDay(Wire):
     ref: str
     action: Literal["replan", "break_down"]
     id: str | None = None
+
+
+class GetDayPlan(Wire):
+    """Today's plan as the planner keeps it: its chunks, in time order."""
+
+    type: Literal["day_plan"] = "day_plan"
+    ref: str
 
 
 class GetOldPlans(Wire):
@@ -112,6 +133,25 @@ class SettleIntention(Wire):
     status: IntentionStatus
 
 
+class GetReminders(Wire):
+    """The reminders that have not fired yet, soonest first."""
+
+    type: Literal["reminders"] = "reminders"
+    ref: str
+
+
+class AddReminder(Wire):
+    """Set a reminder, as the agent's ``set_reminder`` does (``source``: who set it, e.g.
+    ``mcp:<client name>``)."""
+
+    type: Literal["add_reminder"] = "add_reminder"
+    ref: str
+    text: ClientText = Field(max_length=MAX_REMINDER_CHARS)
+    # As the user would say it: "in 10 minutes", "tomorrow at 9", "19:00", an ISO time.
+    when: ClientText = Field(max_length=MAX_REMINDER_CHARS)
+    source: str = "user"
+
+
 class Tick(Wire):
     """Make the heartbeat tick now."""
 
@@ -120,16 +160,20 @@ class Tick(Wire):
 
 TaskRequest = (
     GetTasks
+    | GetTask
     | Delegate
     | CancelTask
     | ResumeTask
     | AnswerApproval
     | PlanDay
+    | GetDayPlan
     | GetOldPlans
     | ClearOldPlans
     | GetIntentions
     | EditIntention
     | SettleIntention
+    | GetReminders
+    | AddReminder
     | Tick
 )
 
@@ -205,6 +249,23 @@ class PlanDone(Answer):
     text: str
 
 
+class PlanRow(Wire):
+    id: str
+    text: str
+    start: datetime
+    end: datetime
+    # The chunk it was broken out of (None: a broad chunk, or the user's own plan).
+    parent: str | None
+    by_user: bool
+
+
+class DayPlan(Answer):
+    """The answer to ``day_plan``: today's plan chunks, in time order."""
+
+    type: Literal["day_plan"] = "day_plan"
+    rows: list[PlanRow]
+
+
 class OldPlans(Answer):
     """The answer to ``old_plans``: the ids of the plans made before ``before``."""
 
@@ -228,6 +289,23 @@ class Intentions(Answer):
 
     type: Literal["intentions"] = "intentions"
     rows: list[IntentionRow]
+    text: str = ""
+
+
+class ReminderRow(Wire):
+    id: str
+    text: str
+    due_at: datetime
+    # Who set it: "agent", "user", "subagent:<task id>", "mcp:<client name>".
+    source: str
+
+
+class Reminders(Answer):
+    """The answer to a reminder request: the reminders not fired yet, soonest first, and
+    what was done, in words (empty for a listing)."""
+
+    type: Literal["reminders"] = "reminders"
+    rows: list[ReminderRow]
     text: str = ""
 
 
@@ -261,5 +339,5 @@ class ApprovalSettled(Wire):
     allowed: bool | None
 
 
-TaskAnswer = TaskAccepted | PlanDone | OldPlans | Intentions
+TaskAnswer = TaskAccepted | PlanDone | DayPlan | OldPlans | Intentions | Reminders
 TaskUpdate = TaskAnswer | Tasks | ReminderFired | ApprovalAsked | ApprovalSettled

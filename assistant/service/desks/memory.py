@@ -13,6 +13,7 @@ from typing import get_args
 from assistant.agent.core_memory import CoreMemory
 from assistant.agent.tools import Stores
 from assistant.protocol.memory import (
+    AddMemory,
     ChangeRow,
     CoreBlock,
     CoreBlocks,
@@ -30,9 +31,13 @@ from assistant.protocol.memory import (
     MemoryRow,
     MemoryStats,
     MemoryUndo,
+    RecallPage,
+    RecallQuery,
+    RecallRow,
 )
 from assistant.service.desks.common import InWorker, Reply, change_row, evidence_of, quote, row_of
 from assistant.service.requests import Requests
+from memory.recall import RecallStore
 from memory.records import MemoryRecord
 from memory.stream import Filters, MemoryRequestError, MemoryStream
 
@@ -57,6 +62,8 @@ def answer(stores: Stores, request: MemoryRequest) -> Reply:
     match request:
         case MemoryQuery():
             return desk.query(request), None
+        case RecallQuery():
+            return desk.recall_page(request), None
         case MemoryOpen():
             detail = MemoryDetail(
                 ref=request.ref,
@@ -72,6 +79,8 @@ def answer(stores: Stores, request: MemoryRequest) -> Reply:
                 f"core:{request.label}",
                 text,
             )
+        case AddMemory():
+            done = desk.add(request)
         case MemoryEdit():
             done = desk.edit(request)
         case MemoryDelete():
@@ -85,6 +94,7 @@ class MemoryDesk:
     def __init__(self, stores: Stores) -> None:
         self.stream: MemoryStream = stores.stream
         self.core: CoreMemory = stores.core
+        self.recall: RecallStore = stores.recall
 
     # Reading
 
@@ -118,6 +128,21 @@ class MemoryDesk:
             took_ms=(time.perf_counter() - started) * 1000,
         )
 
+    def recall_page(self, request: RecallQuery) -> RecallPage:
+        found = self.recall.search(
+            request.query, request.page, request.page_size, request.since, request.until
+        )
+        rows = [
+            RecallRow(id=m.id, seq=m.seq, role=m.role, text=m.text, at=m.at) for m in found.items
+        ]
+        return RecallPage(
+            ref=request.ref,
+            rows=rows,
+            total=found.total,
+            page=request.page,
+            page_size=request.page_size,
+        )
+
     def evidence(self, record_id: str) -> Evidence:
         return evidence_of(self.stream.evidence_tree(record_id))
 
@@ -138,6 +163,22 @@ class MemoryDesk:
         ]
 
     # Changing
+
+    def add(self, request: AddMemory) -> Changed:
+        record = self.stream.add(
+            request.text,
+            request.kind,
+            request.source,
+            importance=request.importance,
+            pinned=request.pinned,
+        )
+        by = "" if request.source == "user" else f" (from {request.source})"
+        # A near-copy of a recent memory comes back as that memory, seen again just now.
+        if record.created_at < record.last_accessed_at:
+            text = f"kept already: the memory {quote(record.text)}{by}"
+        else:
+            text = f"added the memory {quote(record.text)}{by}"
+        return Changed(row_of(record), text)
 
     def edit(self, request: MemoryEdit) -> Changed:
         before = self._require(request.id)

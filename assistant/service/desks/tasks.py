@@ -1,32 +1,42 @@
-"""Delegated tasks, the day plan and the agent's intentions as clients see them: the requests
-that list, start, cancel or resume a task, answer a waiting task's question, plan the day,
-clear the plans made before the planner was held to the user's time, list, edit or settle an
-intention, or make the heartbeat tick, carried out on the session's task manager, approvals,
-day planner and intentions."""
+"""Delegated tasks, the day plan, the agent's intentions and reminders as clients see them:
+the requests that list, start, cancel, resume or read a task, answer a waiting task's
+question, plan the day or read today's plan, clear the plans made before the planner was held
+to the user's time, list, edit or settle an intention, list or set a reminder, or make the
+heartbeat tick, carried out on the session's task manager, approvals, day planner, intentions
+and reminders."""
 
 from __future__ import annotations
 
 import asyncio
 import logging
 from collections.abc import Callable, Coroutine
-from typing import Any
+from datetime import datetime
+from typing import Any, NoReturn
 
 from assistant.proactive.intentions import Intention, IntentionError
 from assistant.protocol.common import Failed
 from assistant.protocol.tasks import (
+    AddReminder,
     AnswerApproval,
     CancelTask,
     ClearOldPlans,
+    DayPlan,
     Delegate,
     EditIntention,
+    GetDayPlan,
     GetIntentions,
     GetOldPlans,
+    GetReminders,
+    GetTask,
     GetTasks,
     IntentionRow,
     Intentions,
     OldPlans,
     PlanDay,
     PlanDone,
+    PlanRow,
+    ReminderRow,
+    Reminders,
     ResumeTask,
     SettleIntention,
     TaskAccepted,
@@ -46,7 +56,13 @@ from assistant.tasks.heartbeat import Heartbeat
 from assistant.tasks.manager import TaskError, TaskManager
 from assistant.tasks.old_plans import GROUNDED_SINCE, clear_old_plans, old_plans
 from assistant.tasks.records import TaskRecord
-from assistant.tasks.reminders import ReminderError, reminder_time, spoken_time
+from assistant.tasks.reminders import (
+    Reminder,
+    ReminderError,
+    addressed_to_the_user,
+    reminder_time,
+    spoken_time,
+)
 
 log = logging.getLogger(__name__)
 
@@ -82,16 +98,20 @@ class TaskDesk:
 
     def register(self, requests: Requests) -> None:
         requests.add(GetTasks, self.show)
+        requests.add(GetTask, self.change)
         requests.add(Delegate, self.change)
         requests.add(CancelTask, self.change)
         requests.add(ResumeTask, self.change)
         requests.add(AnswerApproval, self.change)
         requests.add(PlanDay, lambda client, request: self.spawn(self.plan(client, request)))
+        requests.add(GetDayPlan, lambda client, request: self.spawn(self.today(client, request)))
         requests.add(GetOldPlans, lambda client, request: self.spawn(self.old(client, request)))
         requests.add(ClearOldPlans, lambda client, request: self.spawn(self.old(client, request)))
         requests.add(GetIntentions, self.intentions)
         requests.add(EditIntention, self.intentions)
         requests.add(SettleIntention, self.intentions)
+        requests.add(GetReminders, self.reminders)
+        requests.add(AddReminder, self.reminders)
         requests.add(Tick, self.tick)
 
     def show(self, client: Client, request: GetTasks) -> None:
@@ -103,7 +123,9 @@ class TaskDesk:
             heartbeat.poke()
 
     def change(
-        self, client: Client, request: Delegate | CancelTask | ResumeTask | AnswerApproval
+        self,
+        client: Client,
+        request: GetTask | Delegate | CancelTask | ResumeTask | AnswerApproval,
     ) -> None:
         session = self.opening.session
         if session is None:
@@ -114,6 +136,8 @@ class TaskDesk:
         tasks = session.tasks
         try:
             match request:
+                case GetTask():
+                    record = tasks.store.get(request.id) or _no_task(request.id)
                 case Delegate():
                     record = tasks.delegate(request.goal, requested_by=client.name)
                 case CancelTask():
@@ -147,6 +171,30 @@ class TaskDesk:
         log.info("%s: %s", client.name, text)
         client.send(PlanDone(ref=request.ref, text=text))
         self.planned()
+
+    async def today(self, client: Client, request: GetDayPlan) -> None:
+        """Today's plan, read in a worker thread (the memory store)."""
+        session = self.opening.session
+        if session is None:
+            client.send(Failed(ref=request.ref, text=f"no day plan yet: {self.state_text()}"))
+            return
+        try:
+            pieces = await asyncio.to_thread(session.planner.today)
+        except MEMORY_ERRORS as error:
+            client.send(Failed(ref=request.ref, text=one_line(error)))
+            return
+        rows = [
+            PlanRow(
+                id=p.record.id,
+                text=p.record.text,
+                start=p.start,
+                end=p.end,
+                parent=p.parent,
+                by_user=p.by_user,
+            )
+            for p in pieces
+        ]
+        client.send(DayPlan(ref=request.ref, rows=rows))
 
     async def old(self, client: Client, request: GetOldPlans | ClearOldPlans) -> None:
         """List or clear the plans made before the planner was held to the user's time, in a
@@ -205,15 +253,36 @@ class TaskDesk:
         words."""
         if request.text is None and request.due is None:
             raise IntentionError("say what to change: the text or the time")
-        due = None
-        if request.due is not None:
-            now = session.clock()
-            due = reminder_time(request.due, now)
-            if due <= now:
-                raise IntentionError(f"{request.due.strip()!r} is not in the future")
+        due = None if request.due is None else _future(request.due, session)
         intention = session.intentions.edit(request.id, text=request.text, due_at=due)
         when = spoken_time(intention.due_at, session.clock())
         return f"changed {quote(intention.text)}, due {when}"
+
+    def reminders(self, client: Client, request: GetReminders | AddReminder) -> None:
+        session = self.opening.session
+        if session is None:
+            client.send(Failed(ref=request.ref, text=f"no reminders yet: {self.state_text()}"))
+            return
+        try:
+            text = "" if isinstance(request, GetReminders) else self._remind(session, request)
+            rows = [reminder_row(r) for r in session.reminders.pending()]
+        except (ReminderError, OSError) as error:
+            client.send(Failed(ref=request.ref, text=one_line(error)))
+            return
+        client.send(Reminders(ref=request.ref, rows=rows, text=text))
+        if text:
+            log.info("%s: %s", client.name, text)
+
+    def _remind(self, session: Session, request: AddReminder) -> str:
+        """Set a reminder as the agent's set_reminder does; what was done, in words."""
+        due = _future(request.when, session)
+        # Written by a model on the user's behalf, like the agent's: "my" is the user's.
+        text = addressed_to_the_user(request.text)
+        reminder = session.reminders.add(text, due, source=request.source)
+        heartbeat = self.heartbeat()
+        if heartbeat is not None:
+            heartbeat.changed()  # it may be due before the next wake
+        return f"I'll remind you {spoken_time(due, session.clock())}: {reminder.text}"
 
     def _answer(self, tasks: TaskManager, request: AnswerApproval) -> TaskRecord:
         """Allow or refuse a waiting task's call, named by the question's id or the task's."""
@@ -225,10 +294,7 @@ class TaskDesk:
         log.info(
             "task %s: %s %s", task_id, approval.tool, "allowed" if request.allow else "refused"
         )
-        record = tasks.store.get(task_id)
-        if record is None:
-            raise TaskError(f"no task {task_id}")
-        return record
+        return tasks.store.get(task_id) or _no_task(task_id)
 
     def rows(self) -> list[TaskRow]:
         session = self.opening.session
@@ -238,6 +304,25 @@ class TaskDesk:
         live = [r for r in records if not r.finished]
         done = [r for r in records if r.finished][:TASKS_SHOWN]
         return [task_row(r) for r in (*live, *done)]
+
+
+def _no_task(task_id: str) -> NoReturn:
+    raise TaskError(f"no task {task_id}")
+
+
+def _future(when: str, session: Session) -> datetime:
+    """The time ``when`` names (as the user would say it), which must be to come."""
+    now = session.clock()
+    due = reminder_time(when, now)
+    if due <= now:
+        raise ReminderError(f"{when.strip()!r} is not in the future")
+    return due
+
+
+def reminder_row(reminder: Reminder) -> ReminderRow:
+    return ReminderRow(
+        id=reminder.id, text=reminder.text, due_at=reminder.due_at, source=reminder.source
+    )
 
 
 def intention_row(intention: Intention) -> IntentionRow:
