@@ -64,6 +64,17 @@ def build_parser() -> argparse.ArgumentParser:
         "--tick", action="store_true", help="make the heartbeat tick now (the agent looks too)"
     )
     command("stop", "stop the assistant service")
+    mcp = command(
+        "mcp", "serve the memory to other AI tools over MCP (stdio; --http for streamable HTTP)"
+    )
+    mcp.add_argument(
+        "--http",
+        action="store_true",
+        help="serve streamable HTTP on 127.0.0.1, behind a bearer token kept in the data folder",
+    )
+    mcp.add_argument(
+        "--port", type=int, default=None, metavar="N", help="the HTTP port (default 8765)"
+    )
     export = command("export", "write the memory and the knowledge graph out to files")
     export.add_argument(
         "--vault", type=Path, help="a new folder: an Obsidian vault, a note per memory and entity"
@@ -96,6 +107,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         "listen": _listen,
         "tasks": _tasks,
         "stop": _stop,
+        "mcp": _mcp,
         "export": _export,
     }
     try:
@@ -208,6 +220,16 @@ def _stop(loaded: LoadedConfig, args: argparse.Namespace) -> int:
     from assistant.clients.terminal import stop
 
     return asyncio.run(stop(loaded))
+
+
+def _mcp(loaded: LoadedConfig, args: argparse.Namespace) -> int:
+    from assistant.clients.mcp_http import DEFAULT_PORT
+    from assistant.clients.mcp_server import run
+
+    if args.port is not None and not args.http:
+        print("brain mcp: --port is for --http", file=sys.stderr)
+        return EXIT_USAGE
+    return run(loaded, args.http, args.port or DEFAULT_PORT)
 
 
 def _show_config(loaded: LoadedConfig, args: argparse.Namespace) -> int:
