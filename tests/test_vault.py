@@ -61,7 +61,9 @@ WAIT_S = 15.0
 def note_paths(vault: Path) -> dict[str, Path]:
     """The memory notes of the vault that can be read, by memory id."""
     found = {}
-    for path in (vault / "Memories").glob("*.md"):
+    for path in vault.rglob("*.md"):
+        if path.relative_to(vault).parts[0] in ("Entities", "Inbox"):
+            continue
         try:
             view = parse_note(path.read_bytes())
         except NoteError:
@@ -249,6 +251,34 @@ def test_when_both_sides_changed_the_later_wins_and_the_other_is_in_the_history(
     ]
     assert text_of(notes[pedro]) == "Pedro plays the double bass."
     assert front(notes[pedro])["importance"] == 8
+    assert vault.reports == []
+
+
+def test_a_note_moved_or_half_typed_waits_for_the_watcher_to_settle(vault: Vault) -> None:
+    stream = vault.stores.stream
+    notes = note_paths(vault.folder)
+    ids = {r.text: r.id for r in stream.list_memories().items}
+    ana, pedro = ids[FACTS[0]], ids[FACTS[1]]
+    moved = vault.folder / "People" / "Ana.md"
+    moved.parent.mkdir()
+    notes[ana].rename(moved)
+    rewrite(notes[pedro], text="Pedro plays the vi")
+    # The memory changes before the watcher has told of either (a turn judged them).
+    stream.edit(ana, importance=8)
+    stream.adjust_utility([ana, pedro], helped=True)
+    vault.sync.records_changed([ana, pedro])
+    assert not stream.get(ana).deleted, "a note moved away is no deletion"  # type: ignore[union-attr]
+    assert stream.get(pedro).text == FACTS[1], "nor is a half typed one read"  # type: ignore[union-attr]
+
+    # Settled, the watcher tells of the note typed in full, and of the move: its old name
+    # first, alone (its two events may come apart).
+    rewrite(notes[pedro], text="Pedro plays the viola.")
+    vault.saved(notes[ana])
+    vault.saved(moved)
+    vault.saved(notes[pedro])
+    assert note_paths(vault.folder)[ana] == moved and front(moved)["importance"] == 8
+    assert [c.action for c in stream.changes(ana)] == ["edit", "add"]
+    assert stream.get(pedro).text == "Pedro plays the viola."  # type: ignore[union-attr]
     assert vault.reports == []
 
 

@@ -35,7 +35,8 @@ class VaultFiles:
     def __init__(self, root: Path, clock: Clock = utc_now) -> None:
         """``clock``: the memory's clock; a file's time is moved onto it (the service's clock
         may be shifted, docs/CONFIG.md ``heartbeat.clock_offset_minutes``)."""
-        self.root = root
+        # Whole, as the watcher names the files it reports (a relative or linked folder too).
+        self.root = root.expanduser().resolve()
         self._clock = clock
 
     def prepare(self) -> None:

@@ -107,13 +107,16 @@ class VaultSync:
         for start in range(0, len(ids), BATCH):
             if stop():
                 return
-            self.records_changed(ids[start : start + BATCH])
+            self.records_changed(ids[start : start + BATCH], notes_settled=True)
         self.files_changed([n for n in self.files.notes() if self.files.in_inbox(n)])
         self._entities.refresh(self.state.names())
         self.state.save()
 
-    def records_changed(self, record_ids: Collection[str]) -> None:
-        """The memory changed these records: their notes are written (or removed)."""
+    def records_changed(self, record_ids: Collection[str], notes_settled: bool = False) -> None:
+        """The memory changed these records: their notes are written (or removed). A note
+        that differs from what was last synced (or is gone) is left for the watcher to tell
+        of, once it has settled (``notes_settled``: it has): it may be half typed, or moved
+        away a moment ago, which is no deletion."""
         ids = list(dict.fromkeys(record_ids))
         for start in range(0, len(ids), BATCH):
             batch = ids[start : start + BATCH]
@@ -125,7 +128,7 @@ class VaultSync:
                     continue  # not a memory (a document's piece the graph read)
                 links = entities.get(record_id, [])
                 if not self._in_step(record_id, record, links):
-                    self._sync(record_id, links)
+                    self._sync(record_id, links, notes_settled)
         self.state.save()
 
     def files_changed(self, names: Iterable[str]) -> None:
@@ -135,6 +138,9 @@ class VaultSync:
         wanted = [n for n in dict.fromkeys(names) if not self.files.is_entity(n)]
         present = [n for n in wanted if self.files.path(n).is_file()]
         by_name = self.state.by_name()
+        gone = {by_name[n] for n in wanted if n in by_name and n not in present}
+        if gone:
+            self._find_moved(gone, by_name)
         known: list[str] = []
         for name in [*present, *(n for n in wanted if n not in present)]:
             if name in by_name:
@@ -143,7 +149,7 @@ class VaultSync:
                 self._ingest(name)
             elif name in present:
                 self._arrived(name)
-        self.records_changed(known)
+        self.records_changed(known, notes_settled=True)
 
     def graph_changed(self, record_ids: Collection[str]) -> None:
         """The knowledge graph learnt or changed facts (from these memories)."""
@@ -165,7 +171,7 @@ class VaultSync:
             and digest(self._render(record, links)) == base.rendered
         )
 
-    def _sync(self, record_id: str, links: Sequence[str]) -> None:
+    def _sync(self, record_id: str, links: Sequence[str], notes_settled: bool) -> None:
         # Held from reading the memory to writing it back, so that an edit on screen made at
         # the same moment is not overwritten by a decision taken before it.
         with self.stream.holding():
@@ -183,6 +189,8 @@ class VaultSync:
                 return
             if (note.digest if note else None) == base.file:
                 self._settle(base.name, record, None, note, links)
+                return
+            if not notes_settled:
                 return
             view = self._view(base.name, note, record_id) if note is not None else None
             if note is not None and view is None:
@@ -274,8 +282,17 @@ class VaultSync:
         there, or the user's own note (left alone)."""
         view = self._quiet_view(name)
         if view is not None and view.id is not None and self._locate(view.id, [name]):
-            self.records_changed([view.id])
+            self.records_changed([view.id], notes_settled=True)
             self._entities.refresh(self.state.names())
+
+    def _find_moved(self, record_ids: set[str], known: Mapping[str, str]) -> None:
+        """Look for the notes of ``record_ids``, gone from their place, elsewhere in the vault
+        (a move's two events may come apart): only notes the state does not know are read."""
+        for name in self.files.notes():
+            if name not in known and not self.files.in_inbox(name):
+                view = self._quiet_view(name)
+                if view is not None and view.id in record_ids:
+                    self._locate(view.id, [name])
 
     def _locate(self, record_id: str, names: Sequence[str]) -> bool:
         """Notes found with ``record_id``: True where the memory's note is now the first of
