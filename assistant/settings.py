@@ -392,6 +392,20 @@ class ServiceSettings(Section):
     )
 
 
+class VaultSettings(Section):
+    path: Path | None = Field(
+        None,
+        description="An Obsidian vault kept in step with the memory, both ways: a note per "
+        "memory, your edits there brought back, a new note in its Inbox folder remembered "
+        "(docs/VAULT.md). Empty: none.",
+    )
+
+    @field_validator("path", mode="after")
+    @classmethod
+    def _home(cls, value: Path | None) -> Path | None:
+        return value.expanduser() if value is not None else None
+
+
 class Settings(Section):
     profile: Profile = Field(
         "quality", description="Model profile: quality (default) or fast (smaller models)."
@@ -413,6 +427,7 @@ class Settings(Section):
     tasks: TasksSettings = Field(default_factory=TasksSettings)
     heartbeat: HeartbeatSettings = Field(default_factory=HeartbeatSettings)
     service: ServiceSettings = Field(default_factory=ServiceSettings)
+    vault: VaultSettings = Field(default_factory=VaultSettings)
 
     @property
     def models_cache_dir(self) -> Path:

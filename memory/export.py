@@ -13,15 +13,12 @@ from __future__ import annotations
 
 import json
 import math
-import re
 import shutil
 import tempfile
-import unicodedata
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import fields
 from datetime import datetime
-from itertools import chain, count
 from pathlib import Path
 from typing import Any, TextIO, get_args
 
@@ -36,6 +33,7 @@ from memory.graph.store import GraphStore
 from memory.records import KINDS, ImportanceState, MemoryRecord, is_valid_source, utc_now
 from memory.stream import MemoryStream
 from memory.table import in_list
+from memory.vault.notes import json_value, note_name, render_note
 
 FORMAT = "brain-os-memory"
 VERSION = 1
@@ -44,8 +42,6 @@ PAGE_SIZE = 1_000
 IMPORT_BATCH = 2_000
 # The header line is padded to this width, so its count can be written once the records are.
 HEADER_WIDTH = 200
-SLUG_WORDS = 6
-SLUG_CHARS = 40
 INDEX_NOTE = "Memory"
 
 Parser = Callable[[Any], Any]
@@ -138,7 +134,7 @@ def _vector_format(dimensions: int) -> str:
 def _record_line(record: MemoryRecord, vector_format: str) -> str:
     """The record as one JSON object: every field, the embedding last (null when left out)."""
     values = {
-        field.name: _json_value(getattr(record, field.name))
+        field.name: json_value(getattr(record, field.name))
         for field in fields(record)
         if field.name != "embedding"
     }
@@ -147,14 +143,6 @@ def _record_line(record: MemoryRecord, vector_format: str) -> str:
         raise ValueError(f"record {record.id}: its embedding holds a value that is not finite")
     vector_text = "null" if vector is None else vector_format % tuple(vector.tolist())
     return f'{json.dumps(values, allow_nan=False)[:-1]}, "embedding": {vector_text}}}'
-
-
-def _json_value(value: object) -> object:
-    if isinstance(value, datetime):
-        return value.isoformat()
-    if isinstance(value, tuple):
-        return list(value)
-    return value
 
 
 # JSON Lines import
@@ -416,7 +404,7 @@ def export_markdown(
         for record in _records(stream, ids, with_vectors=False):
             name = names[record.id]
             (building / f"{name}.md").write_text(
-                _note(record, names), encoding="utf-8", errors="replace"
+                render_note(record, names), encoding="utf-8", errors="replace"
             )
             index.setdefault("deleted" if record.deleted else record.kind, []).append(name)
         if graph is not None:
@@ -427,37 +415,16 @@ def export_markdown(
 
 
 def _note_names(stream: MemoryStream, ids: pa.ChunkedArray) -> dict[str, str]:
-    """A unique note name per record id: '<created date> <first words> <short id>' (the whole
-    id where the short one is taken). Only these names are held in memory, not the records."""
+    """A unique note name per record id (memory/vault/notes.py). Only these names are held in
+    memory, not the records."""
     names: dict[str, str] = {}
     taken: set[str] = set()
     for page in _pages(stream, ids, ["id", "created_at", "text"]):
         for row in page.to_pylist():
-            base = f"{row['created_at'].date().isoformat()} {_slug(row['text'])}"
-            name = _unique_name(base, _safe_id(row["id"]), taken)
+            name = note_name(row["id"], row["created_at"], row["text"], taken)
             taken.add(name)
             names[row["id"]] = name
     return names
-
-
-def _slug(text: str) -> str:
-    """The first words of the text in lower-case ASCII letters and digits, joined by '-'."""
-    plain = unicodedata.normalize("NFKD", text).encode("ascii", "ignore").decode("ascii")
-    words = re.findall(r"[a-z0-9]+", plain.lower())[:SLUG_WORDS]
-    return "-".join(words)[:SLUG_CHARS].strip("-") or "memory"
-
-
-def _safe_id(record_id: str) -> str:
-    return re.sub(r"[^a-z0-9]", "", record_id.lower())[:64] or "x"
-
-
-def _unique_name(base: str, safe_id: str, taken: set[str]) -> str:
-    """The short id if it is free, else the whole id, else the whole id and a number."""
-    candidates = chain(
-        (f"{base} {safe_id[:8]}", f"{base} {safe_id}"),
-        (f"{base} {safe_id}-{number}" for number in count(2)),
-    )
-    return next(name for name in candidates if name not in taken)
 
 
 @contextmanager
@@ -473,30 +440,6 @@ def _atomic_folder(folder: Path) -> Iterator[Path]:
     except BaseException:
         shutil.rmtree(building, ignore_errors=True)
         raise
-
-
-def _note(record: MemoryRecord, names: dict[str, str]) -> str:
-    lines = ["---", *_front_matter(record, names), "---", "", record.text, ""]
-    if record.evidence:
-        lines += ["## Evidence", "", *(_evidence_line(cited, names) for cited in record.evidence)]
-        lines.append("")
-    return "\n".join(lines)
-
-
-def _front_matter(record: MemoryRecord, names: dict[str, str]) -> list[str]:
-    """YAML properties, every value written as JSON (which YAML reads as it is)."""
-    values = {
-        field.name: _json_value(getattr(record, field.name))
-        for field in fields(record)
-        if field.name not in ("text", "embedding")
-    }
-    values["evidence"] = [names.get(cited, cited) for cited in record.evidence]
-    return [f"{key}: {json.dumps(value)}" for key, value in values.items()]
-
-
-def _evidence_line(cited: str, names: dict[str, str]) -> str:
-    name = names.get(cited)
-    return f"- [[{name}]]" if name else f"- {cited} (not in the memory)"
 
 
 def _index_note(index: dict[str, list[str]], total: int) -> str:

@@ -8,8 +8,7 @@ from collections.abc import Callable
 
 from assistant.clients.connection import ServiceClient
 from assistant.config import LoadedConfig
-from assistant.protocol import Update
-from assistant.protocol.common import Failed, Notice, Wire
+from assistant.protocol.common import Failed, Notice
 from assistant.protocol.conversation import ReplyEnd, Say
 from assistant.protocol.memory import (
     CoreBlocks,
@@ -29,15 +28,7 @@ from assistant.protocol.memory import (
 from memory.embedder import OnnxSentenceEmbedder
 from tests.helpers.fake_openai import scripted_endpoint
 from tests.helpers.memories import FACTS, prompt_of, retrieved, seed
-from tests.helpers.service import InProcess, action, until
-
-
-async def ask(client: ServiceClient, request: Wire) -> Update:
-    """Send a request with a ref; the answer with that ref."""
-    ref = request.ref
-    await client.send(request)
-    seen = await until(client, lambda u: getattr(u, "ref", None) == ref)
-    return seen[-1]
+from tests.helpers.service import InProcess, action, ask, until
 
 
 async def turn(client: ServiceClient, text: str) -> None:

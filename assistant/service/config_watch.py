@@ -61,7 +61,17 @@ class ConfigWatch:
             self.broadcast(Notice(text=f"service.background = {settings.service.background}"))
         later = [
             name
-            for name in ("profile", "data_dir", "stt", "tts", "embedder", "audio", "voice", "agent")
+            for name in (
+                "profile",
+                "data_dir",
+                "stt",
+                "tts",
+                "embedder",
+                "audio",
+                "voice",
+                "agent",
+                "vault",
+            )
             if getattr(settings, name) != getattr(self.settings, name)
         ]
         if later:

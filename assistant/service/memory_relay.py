@@ -20,7 +20,7 @@ from assistant.service.desks.memory import MemoryDesk
 from assistant.service.hub import Client
 from assistant.service.jobs import Spawn
 from assistant.service.requests import Requests
-from assistant.service.session import Opening
+from assistant.service.session import Opening, Session
 
 log = logging.getLogger(__name__)
 
@@ -72,12 +72,16 @@ class MemoryRelay:
             return
         client.send(reply)
         if changed is not None:
-            record_id, text = changed
-            log.info("%s %s", client.name, text)
-            self.broadcast(MemoryChangedByUser(id=record_id, text=text))
-            self.broadcast_stats()
-            self.note(MemoryChanged(text))
-            session.plan(f"the user {text}")
+            self.changed(session, client.name, *changed)
+
+    def changed(self, session: Session, who: str, record_id: str, text: str) -> None:
+        """``who`` changed a memory for the user (on screen, in the vault): every client is
+        told, and the agent before its next turn."""
+        log.info("%s %s", who, text)
+        self.broadcast(MemoryChangedByUser(id=record_id, text=text))
+        self.broadcast_stats()
+        self.note(MemoryChanged(text))
+        session.plan(f"the user {text}")
 
     async def watch(self) -> None:
         """Tell clients when the memory count or its background work changes (ratings done,

@@ -7,8 +7,9 @@ goes to every client. When the last client leaves the service stops, unless work
 
 ``AssistantService`` holds the lifetime and the socket, and composes the parts: the clients
 (hub.py), the turns (turns.py, drafts.py), the LLM's state (llm_state.py), the memory
-(memory_relay.py), voice (voice_relay.py), tasks (task_relay.py, desks/tasks.py) and the
-config file (config_watch.py); the session (session.py) is what opening the memory starts.
+(memory_relay.py), voice (voice_relay.py), tasks (task_relay.py, desks/tasks.py), the live
+vault (vault_relay.py) and the config file (config_watch.py); the session (session.py) is
+what opening the memory starts.
 """
 
 from __future__ import annotations
@@ -54,6 +55,8 @@ from assistant.service.requests import Requests
 from assistant.service.session import Opening, Session, close_session, open_session
 from assistant.service.task_relay import TaskRelay
 from assistant.service.turns import Turns
+from assistant.service.vault_relay import VaultRelay
+from assistant.service.vault_watch import Timing
 from assistant.service.voice import VoiceBridge
 from assistant.service.voice_relay import VoiceRelay
 from memory.embedder import Embedder
@@ -64,6 +67,7 @@ log = logging.getLogger(__name__)
 ATTACHED_ALREADY = Notice(text="already attached", level="warning")
 # How long a new service waits for one that is shutting down to let go of the data folder.
 OWNER_WAIT_S = 15.0
+VAULT_TIMING = Timing()
 
 
 class AlreadyRunning(Exception):
@@ -79,6 +83,7 @@ class AssistantService:
         first_client_timeout_s: float = 60.0,
         config_poll_s: float = 2.0,
         owner_wait_s: float = OWNER_WAIT_S,
+        vault_timing: Timing = VAULT_TIMING,
     ) -> None:
         settings = loaded.settings
         self.settings = settings
@@ -130,6 +135,13 @@ class AssistantService:
             lambda event: self.turns.note(event),
             lambda: self.llm.text,
             lambda: bool(self.hub.clients),
+        )
+        self.vault = VaultRelay(
+            settings,
+            self.memory.changed,
+            broadcast,
+            self.jobs.from_thread,
+            vault_timing or Timing(),
         )
         self.turns = Turns(
             self.opening,
@@ -249,6 +261,7 @@ class AssistantService:
         if session is not None:
             await session.tasks.close()
         await self.turns.save_queued()
+        await self.vault.close()
         await asyncio.to_thread(close_session, session, self.llms)
         self._lock.release()
         unsettle_garbage()
@@ -275,6 +288,7 @@ class AssistantService:
             self.opening.opened(session)
         self.hub.broadcast(History(items=session.history(self.proactive.said_first())))
         self.memory.broadcast_stats()
+        self.vault.start(session)
         self.proactive.start(session)
         self.task_relay.start(
             asyncio.get_running_loop(),

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -52,20 +52,46 @@ def export_graph_jsonl(store: GraphStore, path: Path | str) -> tuple[int, int]:
 def write_entity_notes(store: GraphStore, vault: Path, memory_notes: dict[str, str]) -> list[str]:
     """One note per entity in ``vault/Entities``; ``memory_notes``: the note name of each
     memory (by id), for the links to the memories behind a fact. Returns the note names."""
+    notes = entity_notes(store, memory_notes)
+    if notes:
+        folder = vault / ENTITY_FOLDER
+        folder.mkdir()
+        for name, note in notes.items():
+            (folder / f"{name}.md").write_text(note, encoding="utf-8", errors="replace")
+    return list(notes)
+
+
+def entity_notes(store: GraphStore, memory_notes: Mapping[str, str]) -> dict[str, str]:
+    """The text of each entity's note by its name (in the order of the entities)."""
     entities, _ = store.all_entities()
     if not entities:
-        return []
+        return {}
     names = note_names(entities)
     by_entity: dict[str, list[Triplet]] = {}
     for triplet in _all_triplets(store, entities):
         for entity_id in dict.fromkeys((triplet.subject, triplet.object)):
             by_entity.setdefault(entity_id, []).append(triplet)
-    folder = vault / ENTITY_FOLDER
-    folder.mkdir()
-    for entity in entities:
-        note = _entity_note(entity, by_entity.get(entity.id, []), names, memory_notes)
-        (folder / f"{names[entity.id]}.md").write_text(note, encoding="utf-8", errors="replace")
-    return [names[e.id] for e in entities]
+    return {
+        names[entity.id]: _entity_note(entity, by_entity.get(entity.id, []), names, memory_notes)
+        for entity in entities
+    }
+
+
+def entities_of(store: GraphStore, record_ids: Sequence[str]) -> dict[str, list[str]]:
+    """The entity notes each memory's facts are about (by memory id, for those with facts)."""
+    wanted = set(record_ids)
+    ends: dict[str, dict[str, None]] = {}
+    for triplet in _by_time(store.triplets_of_memories(record_ids)):
+        for record_id in wanted.intersection(triplet.episodes):
+            ends.setdefault(record_id, {}).update(dict.fromkeys((triplet.subject, triplet.object)))
+    if not ends:
+        return {}
+    entities, _ = store.all_entities()
+    names = note_names(entities)
+    return {
+        record_id: [names[end] for end in found if end in names]
+        for record_id, found in ends.items()
+    }
 
 
 def note_names(entities: Iterable[Entity]) -> dict[str, str]:
@@ -84,7 +110,10 @@ def note_names(entities: Iterable[Entity]) -> dict[str, str]:
 
 
 def _all_triplets(store: GraphStore, entities: list[Entity]) -> list[Triplet]:
-    triplets = store.triplets_about([e.id for e in entities])
+    return _by_time(store.triplets_about([e.id for e in entities]))
+
+
+def _by_time(triplets: list[Triplet]) -> list[Triplet]:
     return sorted(triplets, key=lambda t: (t.valid_from, t.id))
 
 
@@ -92,7 +121,7 @@ def _entity_note(
     entity: Entity,
     triplets: list[Triplet],
     names: dict[str, str],
-    memory_notes: dict[str, str],
+    memory_notes: Mapping[str, str],
 ) -> str:
     lines = ["---", f"aliases: {json.dumps(list(entity.aliases))}", "type: entity"]
     lines += [f"id: {json.dumps(entity.id)}", "---", "", f"# {entity.name}", ""]
@@ -109,7 +138,7 @@ def _entity_note(
 
 
 def _fact_line(
-    triplet: Triplet, entity: Entity, names: dict[str, str], memory_notes: dict[str, str]
+    triplet: Triplet, entity: Entity, names: dict[str, str], memory_notes: Mapping[str, str]
 ) -> str:
     def side(entity_id: str, name: str) -> str:
         return name if entity_id == entity.id else f"[[{names.get(entity_id, name)}|{name}]]"

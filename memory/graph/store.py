@@ -25,6 +25,7 @@ import pyarrow as pa
 from numpy.typing import NDArray
 
 from memory.embedder import Embedder
+from memory.feed import ChangeFeed
 from memory.history import HISTORY_SCHEMA, History
 from memory.locking import WriteLock
 from memory.records import TIMESTAMP, _aware, utc_now
@@ -121,6 +122,8 @@ TRIPLET_COLUMNS = [name for name in triplets_schema(1).names if name != "vector"
 class GraphStore:
     def __init__(self, database: Any, lock: WriteLock, embedder: Embedder) -> None:
         self.embedder = embedder
+        # Told, after each write, the memories whose facts changed (none: only the entities).
+        self.feed = ChangeFeed()
         self._dimensions = dimensions = embedder.dimensions
         self.entities = Table(
             database, "graph_entities", entities_schema(dimensions), lock, text_column="name"
@@ -171,6 +174,7 @@ class GraphStore:
                 }
             ]
         )
+        self.feed.tell([])
         return entity
 
     def get_entity(self, entity_id: str) -> Entity | None:
@@ -199,6 +203,7 @@ class GraphStore:
         merged = Entity(entity.id, entity.name, (*entity.aliases, alias))
         self._entities = None
         self.entities.update(f"id = {quote(entity.id)}", {"aliases": list(merged.aliases)})
+        self.feed.tell([])
         return merged
 
     # Triplets
@@ -233,12 +238,14 @@ class GraphStore:
                 for t, vector in zip(triplets, vectors, strict=True)
             ]
         )
+        self.feed.tell(record_id for t in triplets for record_id in t.episodes)
 
     def add_episode(self, triplet: Triplet, record_id: str) -> None:
         """One more memory supports a fact already known."""
         if record_id not in triplet.episodes:
             episodes = [*triplet.episodes, record_id]
             self.triplets.update(f"id = {quote(triplet.id)}", {"episodes": episodes})
+            self.feed.tell([record_id])
 
     def update_triplet(self, triplet: Triplet, re_embed: bool) -> None:
         """Write a changed triplet over the stored one (``re_embed``: its text changed)."""
@@ -255,12 +262,14 @@ class GraphStore:
         if re_embed:
             values["vector"] = self.embedder.embed([triplet.text])[0].astype(np.float32).tolist()
         self.triplets.update(f"id = {quote(triplet.id)}", values)
+        self.feed.tell(triplet.episodes)
 
     def retire(self, triplet_id: str, at: datetime, replaced_by: str | None) -> None:
         """The fact stopped holding at ``at`` (it is kept, for questions about the past)."""
         self.triplets.update(
             f"id = {quote(triplet_id)}", {"valid_until": at, "replaced_by": replaced_by}
         )
+        self.feed.tell([])
 
     def triplets_about(
         self, entity_ids: Sequence[str], current_only: bool = False
@@ -271,6 +280,14 @@ class GraphStore:
         where = f"({in_list('subject', entity_ids)} OR {in_list('object', entity_ids)})"
         if current_only:
             where += " AND valid_until IS NULL"
+        return [_triplet(row) for row in self.triplets.query(where, TRIPLET_COLUMNS).to_pylist()]
+
+    def triplets_of_memories(self, record_ids: Sequence[str]) -> list[Triplet]:
+        """The triplets any of ``record_ids`` is an episode of (learnt from it, or told
+        again by it)."""
+        if not record_ids:
+            return []
+        where = f"array_has_any(episodes, [{', '.join(quote(i) for i in record_ids)}])"
         return [_triplet(row) for row in self.triplets.query(where, TRIPLET_COLUMNS).to_pylist()]
 
     def get_triplets(self, triplet_ids: Sequence[str]) -> list[Triplet]:
@@ -304,6 +321,7 @@ class GraphStore:
                     for record_id, ids in extracted.items()
                 ]
             )
+            self.feed.tell(extracted)
 
     def read_episodes(self, record_ids: Sequence[str]) -> set[str]:
         """Which of ``record_ids`` the extraction has already read."""

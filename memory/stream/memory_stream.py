@@ -16,10 +16,12 @@ and ``utility`` (what a memory has been worth in use).
 from __future__ import annotations
 
 from collections.abc import Sequence
+from contextlib import AbstractContextManager
 from datetime import datetime
 from typing import Any
 
 from memory.embedder import Embedder
+from memory.feed import ChangeFeed
 from memory.history import HISTORY_SCHEMA, Change, History
 from memory.locking import WriteLock
 from memory.paging import Page
@@ -53,6 +55,7 @@ class MemoryStream:
     ) -> None:
         config = config or MemoryConfig()
         self._clock = clock
+        self._lock = lock
         self._stored = StoredRecords(database, lock, embedder.dimensions, config.exact_scoring)
         self.records = self._stored.table
         self.history = History(
@@ -93,6 +96,17 @@ class MemoryStream:
 
     def __len__(self) -> int:
         return len(self._stored)
+
+    @property
+    def feed(self) -> ChangeFeed:
+        """Told the ids of the records each committed write changed (adds, edits, deletes,
+        restores, undos, merges, ratings, utility; not the touch of a retrieval)."""
+        return self._stored.feed
+
+    def holding(self) -> AbstractContextManager[None]:
+        """The write lock, held: no other writer changes a record until it is let go (for a
+        read, a decision and the writes it leads to, that must not interleave with others)."""
+        return self._lock.hold()
 
     def now(self) -> datetime:
         """The time by the stream's clock (what created_at and last_accessed_at are set to)."""

@@ -10,6 +10,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
+from memory.feed import ChangeFeed
 from memory.locking import WriteLock
 from memory.mirror import RecordMirror
 from memory.records import MemoryRecord, records_schema
@@ -23,11 +24,13 @@ class MemoryRequestError(Exception):
 
 class StoredRecords:
     """The ``records`` table, and the mirror of it (memory/mirror.py) that retrieval and the
-    listing read; with its vectors too when ``with_vectors`` (exact scoring)."""
+    listing read; with its vectors too when ``with_vectors`` (exact scoring). Every write is
+    told to ``feed`` once it is in (a touch, which only marks records as read, is not)."""
 
     def __init__(self, database: Any, lock: WriteLock, dimensions: int, with_vectors: bool) -> None:
         self.table = Table(database, "records", records_schema(dimensions), lock)
         self.mirror = RecordMirror()
+        self.feed = ChangeFeed()
         self.load(with_vectors)
         self.table.ensure_indices()
 
@@ -45,11 +48,13 @@ class StoredRecords:
         """New records, in the table and in the mirror."""
         self.table.add(rows)
         self.mirror.extend(rows)
+        self.feed.tell(row["id"] for row in rows)
 
     def write(self, record_id: str, values: dict[str, Any]) -> None:
         """Change one record's stored values, in the table and in the mirror."""
         self.table.update(f"id = {quote(record_id)}", values)
         self.mirror.set(record_id, **values)
+        self.feed.tell([record_id])
 
     def write_many(self, record_ids: Sequence[str], values: dict[str, Any]) -> None:
         """Give several records the same new values, in one table write and in the mirror."""
@@ -57,6 +62,7 @@ class StoredRecords:
             self.table.update(in_list("id", record_ids), values)
             for record_id in record_ids:
                 self.mirror.set(record_id, **values)
+            self.feed.tell(record_ids)
 
     def touch(self, ids: Sequence[str], now: datetime) -> None:
         if ids:

@@ -168,6 +168,7 @@ class MemoryWriter:
             table.upsert(rows[start : start + 10_000])
         table.ensure_indices()
         self._stored.load(self.config.exact_scoring)
+        self._stored.feed.tell(r.id for r in records)
 
     def _recent_duplicate(
         self, vector: NDArray[np.float32], kind: Kind, now: datetime
@@ -238,6 +239,7 @@ class MemoryWriter:
         )
         for row in kept.to_pylist():
             self._stored.mirror.set(row.pop("id"), **row)
+        self._stored.feed.tell(r.record_id for r in ratings)
         self._history.record(
             [
                 new_change(r.record_id, "rate", {}, {"importance": r.importance}, now)

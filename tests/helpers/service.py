@@ -10,6 +10,7 @@ from collections.abc import Callable
 
 from assistant.clients.connection import ServiceClient
 from assistant.protocol import Update
+from assistant.protocol.common import Wire
 from assistant.service.server import AssistantService
 
 
@@ -58,3 +59,11 @@ async def until(
             if wanted(update):
                 return seen
     raise AssertionError(f"the connection closed before the wanted update; saw {seen}")
+
+
+async def ask(client: ServiceClient, request: Wire) -> Update:
+    """Send a request with a ref; the answer with that ref."""
+    ref = request.ref
+    await client.send(request)
+    seen = await until(client, lambda u: getattr(u, "ref", None) == ref)
+    return seen[-1]
