@@ -14,8 +14,7 @@ from typing import Any, cast
 
 from assistant.agent.tools import Stores
 from assistant.protocol.common import Notice, Wire
-from assistant.protocol.memory import MemoryDelete, MemoryEdit
-from assistant.service.desks.common import quote
+from assistant.protocol.memory import AddMemory, MemoryDelete, MemoryEdit
 from assistant.service.desks.memory import Changed, MemoryDesk
 from assistant.service.jobs import FromThread
 from assistant.service.session import Session
@@ -51,9 +50,10 @@ class DeskEdits:
         self._tell(self.desk.delete(MemoryDelete(ref=WHO, id=record_id, restore=True)))
 
     def add(self, text: str, importance: int | None, pinned: bool) -> str:
-        record = self.stores.stream.add(text, source=WHO, importance=importance, pinned=pinned)
-        self.told((record.id, f"added the memory {quote(record.text)} in the vault"))
-        return record.id
+        request = AddMemory(ref=WHO, text=text, importance=importance, pinned=pinned, source=WHO)
+        done = self.desk.add(request)
+        self._tell(done)
+        return done.row.id
 
     def _tell(self, done: Changed) -> None:
         self.told((done.row.id, done.text))

@@ -273,7 +273,11 @@ class VaultSync:
             return
         if not view.text:
             return  # a note just made, still empty: it is read once written
-        record_id = self.edits.add(view.text, view.importance, bool(view.pinned))
+        try:
+            record_id = self.edits.add(view.text, view.importance, bool(view.pinned))
+        except (MemoryRequestError, ValueError) as error:  # refused, as on screen
+            self._broken(name, note.digest if note is not None else "", f"not added: {error}")
+            return
         self.files.remove(name, note.digest if note is not None else None)
         self.records_changed([record_id])
 
