@@ -23,7 +23,7 @@ from tests.memory_helpers import open_stream
 
 # Each adder is a new process (LanceDB's own fork support is experimental: a forked adder
 # hung once in 50); the next one does its imports while the current one works.
-ROUNDS = 16
+ROUNDS = 8
 
 
 def adder(data_dir: Path, settings: Settings, label: str, count: int) -> subprocess.Popen[str]:
