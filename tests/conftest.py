@@ -3,9 +3,12 @@
 from __future__ import annotations
 
 import atexit
+import json
 import os
 import shutil
 import tempfile
+import time
+import urllib.request
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
@@ -144,6 +147,36 @@ def quality_llm(quality_settings: Settings) -> Iterator[LLMClient]:
     that need a model able to do the job (a research task, learning facts)."""
     with LLMRuntime(quality_settings, ProfileModels(quality_settings)) as client:
         yield client
+
+
+# How long a shared server may take to stop writing after a test (a cancelled stream stops
+# at its next token).
+SHARED_SERVER_IDLE_S = 10.0
+
+
+@pytest.fixture(autouse=True)
+def shared_servers_left_idle(request: pytest.FixtureRequest) -> Iterator[None]:
+    """A test that leaves a shared server writing (a request abandoned without closing its
+    stream, work of its own not waited for) slows every test after it: a compaction left
+    running made the next test's doctor check take 49-121 s instead of 15-23 s. So after a
+    test that used one, the server must be idle within seconds."""
+    yield
+    for name in ("fast_llm", "quality_llm"):
+        if name in request.fixturenames:
+            client: LLMClient = request.getfixturevalue(name)
+            busy_s = wait_idle(client.endpoint.base_url.removesuffix("/v1"))
+            assert busy_s < SHARED_SERVER_IDLE_S, f"{name}'s server still writing after the test"
+
+
+def wait_idle(server: str) -> float:
+    """Seconds until llama-server's slots are all idle (at most SHARED_SERVER_IDLE_S)."""
+    started = time.monotonic()
+    while time.monotonic() - started < SHARED_SERVER_IDLE_S:
+        with urllib.request.urlopen(f"{server}/slots", timeout=5) as answer:
+            if not any(slot.get("is_processing") for slot in json.load(answer)):
+                break
+        time.sleep(0.1)
+    return time.monotonic() - started
 
 
 @pytest.fixture

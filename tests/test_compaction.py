@@ -290,6 +290,10 @@ def test_compaction_with_the_real_model_never_holds_up_a_turn(
         saved = json.loads((settings.data_dir / CONTEXT_FILE).read_text())
         assert saved["summary"] == agent.context.summary
     finally:
+        # The next compaction may be under way: abandoned, so the shared server stops writing
+        # it (it wrote on for a minute into the next tests, as the service's closing stops it).
+        gate.close()
+        assert agent.compactor is None or agent.compactor.wait(30)
         stores.stream.close()
 
 

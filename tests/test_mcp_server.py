@@ -42,7 +42,11 @@ from memory.locking import WriteLock
 from tests.conftest import REPO, make_loaded
 from tests.helpers.fake_openai import scripted_endpoint
 from tests.helpers.service import InProcess, action, until
+from tests.helpers.ui import wait_for
 from tests.memory_helpers import store_fact
+from ui.app import BrainApp
+from ui.screens.memory import MemoryScreen
+from ui.widgets.memory_table import MemoryTable, source_label
 
 TOOLS = {
     "search_memories",
@@ -337,3 +341,23 @@ def post_status(url: str, headers: dict[str, str]) -> int:
             return status
     except urllib.error.HTTPError as error:
         return error.code
+
+
+async def test_the_memory_screen_shows_what_an_mcp_client_wrote(loaded: LoadedConfig) -> None:
+    app = BrainApp(loaded)
+    async with app.run_test(size=(120, 36)) as pilot, in_process(loaded, "zed") as mcp:
+        await wait_for(lambda: app.link.client is not None, 30)
+        await pilot.press("f2")
+        screen = app.screen
+        assert isinstance(screen, MemoryScreen)
+        table = screen.query_one(MemoryTable)
+        added = await call(mcp, "add_memory", text="Tomás keeps bees in Sintra.", pinned=True)
+
+        def shown() -> list[tuple[str, str]]:
+            return [(source_label(r.sources), r.text) for r in table.memories.values()]
+
+        # Told of the change, the open screen loads its page again: no key pressed.
+        await wait_for(lambda: ("mcp:zed", "Tomás keeps bees in Sintra.") in shown(), 10)
+        [row] = [r for r in table.memories.values() if r.id == added["memory"]["id"]]
+        assert row.pinned and row.sources == ["mcp:zed"]
+        await pilot.press("escape")

@@ -11,7 +11,7 @@ from textual.widgets import Checkbox, Input, Select
 
 from assistant.protocol.memory import KINDS, Kind
 
-SOURCES = ("user", "assistant", "tool", "import")
+SOURCES = ("user", "assistant", "tool", "import", "vault")
 PERIODS: dict[str, timedelta] = {
     "last 24 hours": timedelta(days=1),
     "last 7 days": timedelta(days=7),
