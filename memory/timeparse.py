@@ -70,10 +70,13 @@ _Meridiem: TypeAlias = Literal["am", "pm"]
 
 @dataclass(frozen=True)
 class _Day:
-    """A date; `later` replaces `day` unless a time is given that is ahead of the reference."""
+    """A date; `later` replaces `day` unless a time is given that is ahead of the reference.
+    `named_by`: a weekday, which a calendar date said right after it replaces ("Saturday
+    12 December"), or the calendar date itself."""
 
     day: date
     later: date | None = None
+    named_by: Literal["weekday", "date"] | None = None
 
 
 @dataclass(frozen=True)
@@ -227,21 +230,27 @@ def _extend(found: _Found, text: str, reference: datetime) -> _Found:
     if _find(found.parts, _Instant) is not None:
         return found
     while (follower := _follower(found, text, reference)) is not None:
-        found = _Found(found.start, follower.end, found.parts + follower.parts)
+        found = _Found(found.start, follower.end, follower.parts)
     return found
 
 
 def _follower(found: _Found, text: str, reference: datetime) -> _Found | None:
     start = len(text) - len(text[found.end :].lstrip(_SEPARATORS))
     taken = {type(part) for part in found.parts} | {_Instant}
+    day = _find(found.parts, _Day)
     followers: list[_Found] = []
     for regex, handler in _FOLLOWING:
         match = regex.match(text, start)
         if match is None:
             continue
         parts = _apply(handler, match, reference)
-        if parts and taken.isdisjoint(type(part) for part in parts):
-            followers.append(_Found(match.start(), match.end(), parts))
+        dated = _find(parts, _Day)
+        if day is not None and day.named_by == "weekday" and dated and dated.named_by == "date":
+            # The date says which of the weekdays was meant: it takes the weekday's place.
+            kept = tuple(part for part in found.parts if part is not day)
+            followers.append(_Found(found.start, match.end(), kept + parts))
+        elif parts and taken.isdisjoint(type(part) for part in parts):
+            followers.append(_Found(match.start(), match.end(), found.parts + parts))
     return max(followers, key=lambda item: item.end, default=None)
 
 
@@ -367,13 +376,14 @@ def _weekday(match: re.Match[str], reference: datetime) -> tuple[_Part, ...]:
     target = _WEEKDAYS.index(match["weekday"].lower())
     modifier = (match["modifier"] or "").lower()
     if modifier == "next":
-        return (_Day(_monday(today) + timedelta(days=7 + target)),)
+        return (_Day(_monday(today) + timedelta(days=7 + target), named_by="weekday"),)
     if modifier == "last":
-        return (_Day(today - timedelta(days=(today.weekday() - target) % 7 or 7)),)
+        last = today - timedelta(days=(today.weekday() - target) % 7 or 7)
+        return (_Day(last, named_by="weekday"),)
     ahead = (target - today.weekday()) % 7
     if ahead == 0:
-        return (_Day(today, later=today + timedelta(days=7)),)
-    return (_Day(today + timedelta(days=ahead)),)
+        return (_Day(today, later=today + timedelta(days=7), named_by="weekday"),)
+    return (_Day(today + timedelta(days=ahead), named_by="weekday"),)
 
 
 def _span(match: re.Match[str], reference: datetime) -> tuple[_Part, ...]:
@@ -396,15 +406,16 @@ def _weekend(match: re.Match[str], reference: datetime) -> tuple[_Part, ...]:
 
 
 def _iso_date(match: re.Match[str], reference: datetime) -> tuple[_Part, ...]:
-    return (_Day(date(int(match["year"]), int(match["month"]), int(match["day"]))),)
+    day = date(int(match["year"]), int(match["month"]), int(match["day"]))
+    return (_Day(day, named_by="date"),)
 
 
 def _named_date(match: re.Match[str], reference: datetime) -> tuple[_Part, ...]:
     month = _MONTHS.index(match["month"].lower()) + 1
     day = int(match["day"])
     if match["year"]:
-        return (_Day(date(int(match["year"]), month, day)),)
-    return (_Day(_upcoming(month, day, reference.date())),)
+        return (_Day(date(int(match["year"]), month, day), named_by="date"),)
+    return (_Day(_upcoming(month, day, reference.date()), named_by="date"),)
 
 
 def _month_only(match: re.Match[str], reference: datetime) -> tuple[_Part, ...]:

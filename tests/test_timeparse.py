@@ -111,6 +111,12 @@ def resolve(text: str, reference: datetime = SATURDAY) -> ResolvedTime:
         ("We go to Spain in May", "2027-05-01T00:00:00+02:00", False),
         ("Garden party on May 3", "2027-05-03T00:00:00+02:00", False),
         ("Leap day on February 29", "2028-02-29T00:00:00+01:00", False),
+        # a weekday and the date it falls on: the date says which one
+        ("The recital is on Saturday 12 December at 7 pm", "2026-12-12T19:00:00+01:00", True),
+        ("Boiler service Tuesday, 1 December at 9 am", "2026-12-01T09:00:00+01:00", True),
+        ("Saturday the 12th of December", "2026-12-12T00:00:00+01:00", False),
+        ("Call Tom at 10am on Friday, 11 December", "2026-12-11T10:00:00+01:00", True),
+        ("next Friday, 2026-12-11 at 3pm", "2026-12-11T15:00:00+01:00", True),
     ],
 )
 def test_resolves_expressions(text: str, expected: str, has_time: bool) -> None:
@@ -130,6 +136,8 @@ def test_resolves_expressions(text: str, expected: str, has_time: bool) -> None:
         ("Call Tom at 10am on Friday", "at 10am on Friday"),
         ("Tea at 3:30 p.m. with Ben", "at 3:30 p.m."),
         ("Lunch tomorrow, then a walk at 5pm", "tomorrow"),
+        ("Her recital is on Saturday 12 December at 7 pm.", "on Saturday 12 December at 7 pm"),
+        ("Saturday and Sunday we rest", "Saturday"),
     ],
 )
 def test_reports_the_matched_text(text: str, expression: str) -> None:
