@@ -14,7 +14,7 @@ COLUMNS = (
     ("kind", "Kind", 11),
     ("when", "When", 16),
     ("importance", "Imp", 4),
-    ("source", "Source", 10),
+    ("source", "Source", 18),  # "mcp:claude-desktop" whole
 )
 # The text column takes what the others leave; one line a memory.
 TEXT_COLUMN = "text"
