@@ -2,13 +2,13 @@
 rule, everything else by its nearest anchors, memories a careful person rated, in the embedding
 space the record is stored in.
 
-Why not the LLM, as the paper does: on a labelled set of 40 memories (docs/BENCHMARKS.md,
-"Judgement") the packaged models agreed with a careful person's band 40-45 % of the time with
-the paper's prompt (Spearman 0.25-0.31) and at best 70 % with an anchored scale in the prompt
-(the 1.5B; the 0.5B 40 %); "I'm allergic to penicillin." got 1, "Good morning!" 8-10. The
-three nearest anchors found the band of 97 % of them. The rating costs a product of the
-record's own vector with ~110 anchor vectors (no model call, no background queue), so every
-record is rated the moment it is stored, and a stronger LLM endpoint changes nothing here.
+Why not the LLM, as the paper does: on a labelled set (docs/BENCHMARKS.md, "Judgement") the
+packaged models often missed a careful person's band, with the paper's prompt and with an
+anchored scale in the prompt alike, rating a serious health fact as mundane and a greeting as
+poignant; the three nearest anchors found the band of nearly every memory. The rating costs a
+product of the record's own vector with ~110 anchor vectors (no model call, no background
+queue), so every record is rated the moment it is stored, and a stronger LLM endpoint changes
+nothing here.
 """
 
 from __future__ import annotations
@@ -55,13 +55,13 @@ PLEASANTRIES = re.compile(
 # "User: ", "Brain OS: ": who said it, as the stream stores a line of conversation.
 _SPEAKER = re.compile(r"^[A-Z][\w ]{0,20}:\s+")
 _WORD = re.compile(r"[a-z']+")
-# "Hi, I'm Sam." is made of greeting words and a name, but tells who is speaking.
+# "Hi, I'm Odette." is made of greeting words and a name, but tells who is speaking.
 _INTRODUCTION = re.compile(r"\b(?:[Ii]'m|[Ii] am|[Mm]y name is|[Cc]all me)\s+[A-Z]")
 
 
 def small_talk(text: str) -> bool:
     """Greetings, thanks, "ok", laughter and an assistant's offers of help, with at most a
-    name besides (a capitalised word: "Thanks, Ana!")."""
+    name besides (a capitalised word: "Thanks, Bram!")."""
     said = _SPEAKER.sub("", text.strip()).replace("\u2019", "'")
     if _INTRODUCTION.search(said):
         return False

@@ -1,5 +1,5 @@
-"""Someone the user names by how they are related to them ("my sister Ana", "our neighbour,
-Greta"): what the agent's reply must name (assistant/agent/naming.py), and whose facts a
+"""Someone the user names by how they are related to them ("my cousin Wilhelmina", "our
+neighbour, Bram"): what the agent's reply must name (assistant/agent/naming.py), and whose facts a
 sentence states rather than the user's (memory/graph/extract.py)."""
 
 from __future__ import annotations
@@ -14,12 +14,13 @@ RELATIONS = (
     "flatmate|roommate|housemate|teacher|doctor|dentist|landlord|landlady|mentor|student|"
     "stepson|stepdaughter|stepmother|stepfather|godson|goddaughter|dog|cat|puppy|kitten"
 )
-# "my sister Ana", "our neighbour, Greta", "my little brother Tom", "my sister-in-law Eva".
+# "my cousin Wilhelmina", "our neighbour, Bram", "my little brother Casimir", "my
+# sister-in-law Imogen".
 _NAMED = re.compile(
     rf"\b(?i:my|our) (?:(?i:\w+) )?(?i:{RELATIONS})(?:-in-law)?,? ([A-Z][a-z]+(?:-[A-Z][a-z]+)?)\b"
 )
 # How a relation between the user and someone reads ("has brother", "is married to"): what
-# "my brother Luis" states of the user, and no more.
+# "my cousin Wilhelmina" states of the user, and no more.
 _KIN = re.compile(rf"\b(?:{RELATIONS}|married|engaged|related|has)\b", re.IGNORECASE)
 # Words with a capital that follow a relation without being a name ("my son Is ...", when the
 # user types in title case, or "my friend I met").
@@ -27,8 +28,8 @@ _NOT_NAMES = frozenset({"I", "I'm", "Is", "Was", "And", "But", "The", "Who", "Ha
 
 
 def named_relative(text: str) -> str | None:
-    """The first person ``text`` names by their relation to the speaker ("Ana" in "My sister
-    Ana just started a new job"), if any."""
+    """The first person ``text`` names by their relation to the speaker ("Wilhelmina" in "My
+    cousin Wilhelmina just took up beekeeping"), if any."""
     for match in _NAMED.finditer(text.replace("\u2019", "'")):
         if match.group(1) not in _NOT_NAMES:
             return match.group(1)

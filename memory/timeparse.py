@@ -9,8 +9,8 @@ Conventions
 * Result: `when` carries the reference's tzinfo. When only a date was said ("tomorrow",
   "on March 5", "in 3 days", "a week ago") `when` is 00:00 local that day and `has_time`
   is False; every other result has `has_time` True.
-* A date part and a time part next to each other combine, in either order: "next Tuesday
-  at 3pm", "tomorrow morning at 7", "on Friday evening", "at 10am on Friday".
+* A date part and a time part next to each other combine, in either order: "next Wednesday
+  at 4pm", "tomorrow morning at 7", "on Friday evening", "at 10am on Friday".
 * Days, weeks, months and years are counted on the calendar (wall clock) in the
   reference's zone; month arithmetic clamps to the month's last day (Jan 31 + 1 month =
   Feb 28/29). Minutes and hours are elapsed time: "in 2 hours" is 120 real minutes

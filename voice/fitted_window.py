@@ -175,10 +175,11 @@ _WORD = re.compile(r"[\w']+")
 def loop_cut(text: str) -> str | None:
     """The text's first turn when all of it is that turn said again and again, or None.
 
-    A short window's loop starts the utterance over until the token cap ends it: "Ten of
-    clubs. Ten of clubs. Ten of". The repeat must be three words long at least (or the whole
-    turn, when shorter), and the first turn is kept with its punctuation. A decode that
-    repeats only its end, or drifts, is not vouched for (the full window takes it).
+    A short window's loop starts the utterance over until the token cap ends it: "Turn the
+    lights off. Turn the lights off. Turn the". The repeat must be three words long at least
+    (or the whole turn, when shorter), and the first turn is kept with its punctuation. A
+    decode that repeats only its end, or drifts, is not vouched for (the full window takes
+    it).
     """
     spans = [(m.start(), m.end()) for m in _WORD.finditer(text)]
     words = [text[a:b].lower() for a, b in spans]

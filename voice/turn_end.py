@@ -6,7 +6,7 @@ sentence) is most of a spoken turn's wait. People hear that a sentence is over f
 and its melody, and so does smart-turn v3 (Pipecat's open turn-completion model, a Whisper-tiny
 encoder with a small classifier, run here through onnxruntime): after a short pause it says how
 likely it is that the speaker has finished, and the turn ends at once when it is likely; an
-unfinished sentence ("I want to book a table for...") still waits for the long silence.
+unfinished sentence ("Could you send a message to...") still waits for the long silence.
 
 The model reads the last 8 s of the utterance as Whisper's 80-band log-mel features
 (faster-whisper's extractor), the waveform first scaled to zero mean and unit variance.

@@ -26,7 +26,7 @@ _SAID_WRONG = re.compile(
     r"|\bi\s+(?:said|meant|told\s+you)\s+(?:[\w'-]+\s+){0,3}[\w'-]+,?\s+not\b",
     _FLAGS,
 )
-# "Her name is actually Marta", "it's actually at four": a statement, not "What is actually
+# "Her name is actually Ottilie", "it's actually at four": a statement, not "What is actually
 # on ...?"
 _STATES_ACTUALLY = re.compile(r"\b(?:is|was|'s|are|were)\s+actually\b", _FLAGS)
 # At the start of the message.

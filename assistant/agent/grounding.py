@@ -1,14 +1,14 @@
 """An answer about the user's life says nothing it was not told.
 
 Asked first whether what it sees holds the answer (tools.py, ``grounded``), the 1.5B model
-still says yes and makes one up: "Your dentist's name is Dr. Johnson.", "Luis is 31 years
-old.", "Your flight to Berlin is scheduled for Monday at 10:00 AM." (4 of 5 unknowns in one
-run of the reply probes, docs/BENCHMARKS.md, "Judgement"). What such an answer adds is a
-name, a number, a day: words that stand out, and that a true answer copies from the memories
-or the conversation. So each sentence of the answer is held until it ends and checked by code:
-a name (a capitalised word inside the sentence) or a number that appears nowhere in the prompt
-is an invention. One in the first sentence, and the answer is asked for again, held to admit
-it does not know; one later, and the answer ends before that sentence.
+at times still says yes and makes one up: a name for someone the user never named, an age
+never told, an hour for a trip whose time was never given (docs/BENCHMARKS.md,
+"Judgement"). What such an answer adds is a name, a number, a day: words that stand out, and
+that a true answer copies from the memories or the conversation. So each sentence of the
+answer is held until it ends and checked by code: a name (a capitalised word inside the
+sentence) or a number that appears nowhere in the prompt is an invention. One in the first
+sentence, and the answer is asked for again, held to admit it does not know; one later, and
+the answer ends before that sentence.
 """
 
 from __future__ import annotations
@@ -17,8 +17,8 @@ import re
 
 _ENDS = ".!?"
 # A sentence longer than this is checked and said in parts of this many words: a first
-# sentence that ran on (a packing list) was held 30 s in the turn benchmark. A spoken answer's
-# first sentence is shorter (the probes' rule: under about 15 words).
+# sentence that runs on (a long list) would otherwise be held for many seconds. A spoken
+# answer's first sentence is shorter (the judgement rule: under about 15 words).
 HOLD_WORDS = 20
 # What a capitalised word that is no name follows: a sentence's end, or a colon.
 _OPENS = (".", "!", "?", ":")
@@ -31,8 +31,9 @@ _WORD = re.compile(r"[\w'\u2019-]+")
 
 def about_what_they_told(question: str, prompt: str) -> bool:
     """Whether the answer to ``question`` must come from what the user told: it is about
-    them ("my", "I") or names someone the prompt knows besides the question ("When is Ana's
-    birthday?"), not general knowledge about a name ("What's the capital of France?")."""
+    them ("my", "I") or names someone the prompt knows besides the question ("Where does
+    Wilhelmina keep her bees?"), not general knowledge about a name ("How tall is
+    Kilimanjaro?")."""
     if re.search(r"\b(i|i'm|me|my|mine|we|our|us)\b", question.replace("\u2019", "'"), re.I):
         return True
     known = _words(prompt.replace(question, " "))

@@ -1,12 +1,12 @@
 """A message never says the same sentence twice, and one going round in a loop is stopped.
 
-The 0.5B model now and then writes one sentence over and over until the token cap ("I'm so
-sorry for your brother's death." some 50 times, 2,200 characters, to an introduction:
-docs/BENCHMARKS.md, "Judgement"; at temperature 0, "She is passionate about animal welfare
-and has a passion for animal health." over and over to "What does Ana do for a living?").
-While the sentence being written could still turn out to be one already said, it is held
-back; one that does is dropped, so the user sees and hears each sentence once. The third time
-the same sentence comes, the reply is stopped there (the server stops writing it).
+The 0.5B model now and then writes one sentence over and over until the token cap: a
+condolence dozens of times in reply to a plain introduction (docs/BENCHMARKS.md,
+"Judgement"), or, at temperature 0, one sentence about a person's work again and again in
+answer to a question about it. While the sentence being written could still turn out to be
+one already said, it is held back; one that does is dropped, so the user sees and hears each
+sentence once. The third time the same sentence comes, the reply is stopped there (the server
+stops writing it).
 """
 
 from __future__ import annotations

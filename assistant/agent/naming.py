@@ -1,12 +1,10 @@
 """News about someone the user names is answered with their name.
 
-Told "My sister Ana just started a new job at a bank in Porto.", the 1.5B model answered
-"Great news! Congratulations on starting a new job at the bank in Porto." (Ana's job given to
-the user), and "My son Leo has football practice every Wednesday at five." got "I hope he has a
-good time practicing football."; the judgement probes found a name left out in 1-4 of 6 such
-messages a run (docs/BENCHMARKS.md, "Judgement"). Who is named is plain in the words ("my
-sister Ana"), so code finds it, and the message is held by the grammar to say the name in its
-first sentence: the model still chooses every word, and where in that sentence to put it.
+Told news about a relative or a friend by name, the small models congratulated the user on
+the other person's new job as if it were the user's, or answered with "he" or "she" and never
+said the name (docs/BENCHMARKS.md, "Judgement"). Who is named is plain in the words ("my
+cousin Wilhelmina"), so code finds it, and the message is held by the grammar to say the name
+in its first sentence: the model still chooses every word, and where in that sentence to put it.
 """
 
 from __future__ import annotations
@@ -20,13 +18,14 @@ from memory.people import named_relative
 # closing quote.
 _REST = '[^"]*'
 # Before the name: the first sentence's words. Held only to say it somewhere, the 1.5B model
-# said its reply, "Goodbye!", and then "[core memory] My friend Olga is allergic to peanuts."
+# said a reply without it and then tacked on a note of its own that named the person.
 _FIRST_SENTENCE = '[^".!?]*'
 
 
 def named_in_news(message: str) -> str | None:
-    """The person the user's ``message`` tells of by name ("Ana" in "My sister Ana just
-    started a new job"); None for a question (its answer is grounded instead) or no name."""
+    """The person the user's ``message`` tells of by name ("Wilhelmina" in "My cousin
+    Wilhelmina just took up beekeeping"); None for a question (its answer is grounded
+    instead) or no name."""
     said = message.strip().replace("\u2019", "'")
     return None if is_question(said) else named_relative(said)
 

@@ -2,14 +2,14 @@
 and asked for once more.
 
 The packaged models are code models, and they refuse what is not code: "I'm sorry, but I
-can't assist with that." to a story, to "my car broke down", to "remind me to call the
-dentist" (11 of 54 reply probes with the 0.5B model, 2 with the 1.5B: docs/BENCHMARKS.md,
-"Judgement"). Instructions did not stop it. So the opening of each message is held while it
-could still become a refusal; one that does is never shown or spoken, the stream is closed,
-and the step is asked again, for a message held to open willingly ("Sure", "Oh", "Once", ...:
-WILLING_OPENINGS). Only once, and on an endpoint with native tool calling (no grammar) simply
-asked again: what the second reply says stands. A reply that merely starts like one
-("I'm sorry to hear that") is released as soon as it parts from every refusal, a word or two.
+can't assist with that." to a request for a story, to bad news, to a request for a reminder
+(the 0.5B model far more often than the 1.5B: docs/BENCHMARKS.md, "Judgement"). Instructions
+did not stop it. So the opening of each message is held while it could still become a refusal;
+one that does is never shown or spoken, the stream is closed, and the step is asked again, for
+a message held to open willingly ("Sure", "Oh", "Once", ...: WILLING_OPENINGS). Only once,
+and on an endpoint with native tool calling (no grammar) simply asked again: what the second
+reply says stands. A reply that merely starts like one ("I'm sorry to hear that") is released
+as soon as it parts from every refusal, a word or two.
 """
 
 from __future__ import annotations
@@ -48,8 +48,8 @@ OPENINGS = tuple(apology + refusal for apology in _APOLOGIES for refusal in _REF
 
 # The one reply asked for after a refusal opens with one of these (a grammar holds it: asked
 # with a note instead, the 0.5B model said the note back). None of them opens a refusal, and
-# none is an apology: allowed "I'm sorry to hear", the 1.5B model answered "How are you
-# today?" with "I'm sorry to hear about that." (sympathy still opens with "Oh").
+# none is an apology: allowed "I'm sorry to hear", the 1.5B model answered a friendly
+# greeting with "I'm sorry to hear about that." (sympathy still opens with "Oh").
 WILLING_OPENINGS = (
     "Sure",
     "Of course",

@@ -1,8 +1,8 @@
 """Sympathy only where something went wrong.
 
-The packaged models open replies to plain news with condolences: "I'm sorry to hear that your
-daughter's recital is next Friday at 6 pm.", "I'm sorry to hear that" for a moved dentist's
-appointment, for an allergy (docs/BENCHMARKS.md, "Judgement"). Whether the user's words tell of
+The packaged models open replies to plain news with condolences: "I'm sorry to hear that ..."
+for a date in the diary, a moved appointment, a fact about the user's health that is no
+misfortune (docs/BENCHMARKS.md, "Judgement"). Whether the user's words tell of
 trouble is plain to see in them, so code decides it: when they name none (no illness, loss,
 failure, damage, bad feeling), a reply opening with sympathy is held back like a refusal and
 asked for once more, held to open willingly (refusal.py), where "Oh" still lets a real

@@ -74,8 +74,8 @@ class Tool:
     # It acts outside the memory store: the user allows each call before it runs.
     confirm: bool = False
     # Its result, when it succeeds, is what the user is told, word for word: no model step
-    # after it (the small models answered a reminder set with "I'm sorry, but I can't help
-    # with that." in 4 of 5 probes, docs/BENCHMARKS.md, "Judgement").
+    # after it (the small models answered a reminder just set with a refusal,
+    # docs/BENCHMARKS.md, "Judgement").
     speaks_result: bool = False
     # Offered only at a heartbeat (heartbeat_tools): not in the instructions nor a turn's
     # schema, so a turn with the user reads the same prompt as before.
@@ -151,9 +151,9 @@ def describe_memory(record: MemoryRecord) -> str:
 UNKNOWN_PATTERN = "^I don't know[^\"]*$"
 # A message asked for at once (a poem, a story: routing.py): its lines may break, and it may not
 # end on a comma or a colon. Held to a plain JSON string, the 1.5B model closed the string
-# where it wanted a line break, and a haiku ended after "Raindrops fall," (3 runs of the
-# judgement probes of 3); a raw line break inside the string is read (actions.py). Nor may it
-# end on a line break: "Raindrops dance on trees,\n" was closed there.
+# where it wanted a line break, so a short poem ended after its first line, on a comma; a raw
+# line break inside the string is read (actions.py). Nor may it end on a line break: a first
+# line ending in a comma and a line break was closed there.
 COMPOSED_PATTERN = r'^[^"]*[^",:; \t\n\r]$'
 # How the block of memories retrieved for an event opens.
 MEMORIES_HEAD = "What you remember that may bear on this message"
@@ -165,7 +165,7 @@ def memories_block(records: Sequence[MemoryRecord]) -> str:
         return ""
     lines = [describe_memory(record) for record in records]
     # Said to be all the model knows: told only that they were "relevant", the 1.5B model
-    # made up what they lacked (a dentist's name, a flight's time).
+    # made up what they lacked (a name, a time).
     return f"{MEMORIES_HEAD} (what is not here or in the conversation, you do not know):\n" + (
         "\n".join(lines)
     )
@@ -260,8 +260,8 @@ def action_schema(
     ``grounded`` (the answer to a question): the message says first whether what the model
     knows holds the answer, ``{"known": true, "message": ...}``, and a ``false`` holds the
     message to open with "I don't know". Asked that smaller question first, the 1.5B model
-    admitted 4 of 5 unknowns it had made up answers to (a dentist's name, a flight's time),
-    and still answered the 7 it knew (docs/BENCHMARKS.md, "Judgement").
+    admitted most of the unknowns it had made up answers to (a name, a time), and still
+    answered those it knew (docs/BENCHMARKS.md, "Judgement").
 
     ``opening``: a pattern the message is held to (after a refusal, refusal.py)."""
     shapes = []

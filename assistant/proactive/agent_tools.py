@@ -15,7 +15,7 @@ from assistant.proactive.intentions import IntentionStore
 from assistant.tasks.reminders import reminder_time, spoken_time
 
 # A goal that is a word with the user, not work: offered a background task at a heartbeat, the
-# 1.5B model delegated "ask how the interview went" (tmux trial).
+# 1.5B model delegated a follow-up question meant for the user.
 _TALKS_TO_THE_USER = re.compile(
     r"^\s*(?:ask|tell|remind|check with|let .* know|say|wish|congratulate|greet)\b|"
     r"\b(?:the user|them|him|her)\s+(?:how|whether|if|about)\b",

@@ -17,7 +17,7 @@ from memory.graph.store import GraphStore, Triplet
 from memory.records import Kind, MemoryRecord
 from memory.stream import Filters, MemoryStream
 
-# Events this close are at the same time ("dentist Tuesday 3 pm", "recital Tuesday 3 pm").
+# Events this close are at the same time ("locksmith Tuesday 4 pm", "choir Tuesday 4 pm").
 CLASH_WITHIN = timedelta(minutes=30)
 # Two memories this alike tell of the same event (said twice, or merged words): no clash.
 SAME_EVENT_COSINE = 0.8
@@ -207,8 +207,8 @@ def said(record: MemoryRecord) -> str:
 
 
 def to_user(record: MemoryRecord) -> str:
-    """A memory of the user's words as said to them: "I have the dentist on Thursday at 3
-    pm." -> "you have the dentist on Thursday at 3 pm"."""
+    """A memory of the user's words as said to them: "I have the farrier on Wednesday at 4
+    pm." -> "you have the farrier on Wednesday at 4 pm"."""
     text = record.text.removeprefix(USER_PREFIX).strip().rstrip(".!")
     return addressed_to_the_user(text)
 

@@ -1,8 +1,8 @@
-"""Intentions: what the agent means to come back to at a time ("ask Marta on Saturday evening
-how the recital went"), a future memory of its own. Unlike a reminder, which tells the user a
-fixed text, an intention comes back to the agent: the heartbeat's digest brings it when it is
-due, and the agent decides then what to do (ask, tell, or nothing). Kept on disk, so one that
-comes due while the app is closed comes back at the next start."""
+"""Intentions: what the agent means to come back to at a time ("ask Wilhelmina on Sunday
+evening how the bee inspection went"), a future memory of its own. Unlike a reminder, which
+tells the user a fixed text, an intention comes back to the agent: the heartbeat's digest
+brings it when it is due, and the agent decides then what to do (ask, tell, or nothing). Kept
+on disk, so one that comes due while the app is closed comes back at the next start."""
 
 from __future__ import annotations
 

@@ -41,8 +41,8 @@ WHAT_CHARS = 120
 REPLY_TOKENS = 900
 RECALLED = 10
 PLAN_SOURCE = "assistant"
-# What each chunk must be: the user's own doing. A small model otherwise turns "My brother Luis
-# works as a nurse" into "Go to work as a nurse" (docs/BENCHMARKS.md, "Judgement").
+# What each chunk must be: the user's own doing. A small model otherwise turns a relative's job
+# in the memories into the user's own day at work (docs/BENCHMARKS.md, "Judgement").
 PLANNER_RULES = (
     "You plan a person's day for their personal assistant. Each chunk is something the user "
     "does. What the memories say about other people (a brother's job, a friend's trip) is "
@@ -53,7 +53,7 @@ PLANNER_RULES = (
     '{"chunks": [{"start": "HH:MM", "end": "HH:MM", "what": "..."}, ...]}.'
 )
 # What the user said they will do or want to: a plan's ground even with no time named ("I want
-# to learn Portuguese", "we're going to paint the kitchen").
+# to learn the accordion", "we're going to tile the bathroom").
 _INTENT = re.compile(
     r"\b(?:i|we)(?:'ll| will| shall|'m going to| am going to|'re going to| are going to|"
     r" have to| need to| must| want to| plan to| hope to| intend to| should| would like to|"
@@ -154,7 +154,7 @@ class DayPlanner:
             self._stale.append(" ".join(reason.split())[:200])
 
     def heard(self, text: str) -> None:
-        """The user said something; if it names a time today ("the dentist moved to 4 pm"),
+        """The user said something; if it names a time today ("the locksmith comes at 4 pm"),
         the rest of the day is re-planned with it."""
         now = self.clock()
         try:
@@ -365,9 +365,8 @@ class DayPlanner:
             log.warning("day plan: nothing recalled: %s", error)
             found = []
         # What the user said about their time, and what was drawn from it; not the assistant's
-        # own replies, nor plain facts about people (a sister's job became "Go to the library
-        # to study maths" and a wife's bakery "Go for a walk around Elm Street": the judgement
-        # probes, docs/BENCHMARKS.md).
+        # own replies, nor plain facts about people (a small model made a relative's job or
+        # shop into errands of the user's own: docs/BENCHMARKS.md, "Judgement").
         used = [
             m.record
             for m in found
@@ -459,10 +458,10 @@ _SPAN = re.compile(r"([01][0-9]|2[0-3]):([0-5][0-9])-([01][0-9]|2[0-4]):([0-5][0
 
 
 def about_their_time(record: MemoryRecord, today: date) -> bool:
-    """Whether a memory tells of the user's time today: its event time is today ("retired
-    last year" is no ground for today's plan, nor, in a tmux trial, "my daughter's recital is
-    next Friday at 6 pm", which made a day of twelve chunks), or it says what the user will do
-    or wants to ("I must finish the report by Tuesday")."""
+    """Whether a memory tells of the user's time today: its event time is today ("sold the
+    boat last year" is no ground for today's plan, nor is an event next week, which would fill
+    the day with chunks about it), or it says what the user will do or wants to ("I must
+    finish the report by Tuesday")."""
     return _today_or_intended(record.event_time, record.text, today)
 
 

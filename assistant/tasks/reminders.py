@@ -103,8 +103,8 @@ _FIRST_PERSON = re.compile(
 
 
 def addressed_to_the_user(text: str) -> str:
-    """The user's own words turned to them: "take my pills" -> "take your pills" (a reminder
-    is said back and read when it fires; the model copies the user's "my" into it)."""
+    """The user's own words turned to them: "water my seedlings" -> "water your seedlings" (a
+    reminder is said back and read when it fires; the model copies the user's "my" into it)."""
     return _FIRST_PERSON.sub(
         lambda found: _TO_YOU[found.group(1).lower().replace("\u2019", "'")], text
     )
@@ -114,7 +114,7 @@ _BARE_CLOCK = re.compile(r"^\d{1,2}(?::\d{2})?\s*(?:am|pm|a\.m\.|p\.m\.)?$", re.
 
 
 def reminder_time(when: str, now: datetime) -> datetime:
-    """When a reminder said as "in 10 minutes", "tomorrow at 9", "in 3 seconds" or an ISO time
+    """When a reminder said as "in 10 minutes", "tomorrow at 11", "in 3 seconds" or an ISO time
     is due (``now`` is timezone-aware; the result is in its zone)."""
     text = when.strip()
     in_seconds = _seconds_from(text, now)
@@ -140,7 +140,8 @@ def reminder_time(when: str, now: datetime) -> datetime:
 def time_named_in(words: str, now: datetime) -> datetime | None:
     """The time the user's own request names ("... this evening", "in 20 minutes", "in 30
     seconds"), if it names one. Read by code it is right where the model's ``when`` is not:
-    the 0.5B model wrote "13:00" for "this evening" and "at 8" for "8 tonight"."""
+    the 0.5B model put an evening in the early afternoon, and an hour said with "tonight" in
+    the morning."""
     in_seconds = _seconds_from(words, now)
     if in_seconds is not None:
         return in_seconds

@@ -224,9 +224,10 @@ _PRONOUNS = re.compile(r"\b(?:he|she|they|him|her|them|his|their)\b", re.IGNOREC
 def _stated_together(triplet: Extracted, memory: str) -> bool:
     """Whether a sentence of ``memory`` that names the object states it of the subject, when
     the subject is someone: for the one speaking, a sentence not about someone they name ("My
-    brother Luis lives in Valencia" is Luis's); for anyone else, one that names them (or, after
-    one that did, says "he" or "she"). The 1.5B model gave "Hi, I'm Marta. My brother Luis lives
-    in Valencia and works as a nurse." as (Marta, lives in, Valencia), (Marta, works as, nurse).
+    cousin Wilhelmina lives in Tampere" is Wilhelmina's); for anyone else, one that names them
+    (or, after one that did, says "he" or "she"). Given a memory in which the speaker gave
+    their own name and then a relative's home and job, the 1.5B model credited the home and the
+    job to the speaker.
     """
     subject = triplet.subject.casefold()
     is_speaker = subject in _speakers(memory)
@@ -241,7 +242,7 @@ def _stated_together(triplet: Extracted, memory: str) -> bool:
             if is_speaker and relative is None:
                 return True  # the speaker's own fact
             if is_speaker and relative is not None and relative in triplet.object:
-                return is_kin(triplet.relation)  # who the relative is: (user, has brother, Luis)
+                return is_kin(triplet.relation)  # who the relative is: (user, has neighbour, Bram)
             if names_subject or (named_before and _PRONOUNS.search(sentence)):
                 return True
         named_before = named_before or names_subject
@@ -253,7 +254,7 @@ _INTRODUCED = re.compile(r"\b(?:i'm|i am|my name is|call me) ([A-Z][a-z]+)", re.
 
 def _speakers(memory: str) -> set[str]:
     """Who says ``memory`` (case-folded): "user", "I" and the like, the name before its
-    colon ("Caroline: ..."), and the name they give themselves ("Hi, I'm Marta")."""
+    colon ("Ottilie: ..."), and the name they give themselves ("Hi, I'm Odette")."""
     names = set(SPEAKER_WORDS)
     prefix, colon, _ = memory.partition(":")
     if colon and 0 < len(prefix.split()) <= 3:
@@ -271,7 +272,7 @@ GROUNDING_LETTERS = 3
 def _named_in(name: str, memory: str) -> bool:
     """Whether ``memory`` names ``name``: a speaker, or one of the name's words (of three
     letters or more; a shorter name as a whole) in the memory's text. Small models fill a
-    slot they cannot fill from the memory with the instructions' example ("Porto") or a
+    slot they cannot fill from the memory with a name from the instructions' example or a
     placeholder ("unknown", "none"); such a fact is not kept."""
     folded = name.casefold()
     if folded in SPEAKER_WORDS:

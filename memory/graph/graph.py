@@ -46,14 +46,15 @@ from memory.worker import BackgroundWorker
 log = logging.getLogger(__name__)
 
 # Cosine similarity of two names' MiniLM embeddings: at or above SAME_NAME they are one entity;
-# from UNSURE_NAME up the LLM decides; below, two entities. Measured pairs: "nurse" / "a nurse"
-# 0.92, "jazz" / "jazz music" 0.89, "Porto" / "Lisbon" 0.69 (not the same), "my sister" /
-# "user's sister" 0.71, "Ana" / "Ana Silva" 0.64 (the same, for the LLM to say).
+# from UNSURE_NAME up the LLM decides; below, two entities. Measured: a word and the same word
+# with an article 0.92, or with a noun after it 0.89; two different cities 0.69 (not the
+# same); "my sister" / "user's sister" 0.71; a first name and the same name with a surname
+# 0.64 (the same, for the LLM to say).
 SAME_NAME = 0.9
 UNSURE_NAME = 0.6
 # Memories per extraction request. With several, the bundled 1.5B model credited facts to the
-# wrong memory (4 of 4 in a six-turn conversation); one at a time it credited all of them
-# right. A larger endpoint can take more (KnowledgeGraph(batch=...)).
+# wrong memory; one at a time it credited them right. A larger endpoint can take more
+# (KnowledgeGraph(batch=...)).
 BATCH = 1
 # The kinds of memory facts are learnt from (not plans, reflections or summaries, which are
 # the assistant's own thoughts about what was said).
@@ -61,9 +62,9 @@ LEARNT_FROM: tuple[Kind, ...] = ("observation", "fact")
 # Known facts put to the LLM beside a memory's new ones, when asking which are outdated.
 REPLACEMENT_CANDIDATES = 12
 # How near (cosine of MiniLM embeddings) a known fact's relation must be to a new fact's for the
-# two to be about the same aspect. Measured pairs: "lives in" / "moved to" 0.61, "favourite band"
-# / itself 1.0 (replacements); "went to" / "is researching" 0.12, "is" / "wants to adopt" 0.35
-# (no replacement). 0 turns the gate off.
+# two to be about the same aspect. Measured: "lives in" / "moved to" about 0.6, a relation and
+# itself 1.0 (replacements); relations about unrelated things 0.1-0.35 (no replacement). 0 turns
+# the gate off.
 SAME_ASPECT = 0.5
 # The background learner reads memories a page of this many at a time, newest first.
 RECENT = 200
@@ -236,7 +237,7 @@ class KnowledgeGraph:
                 continue
             if old.valid_from > said_at:  # a memory said before the fact began, read late
                 continue
-            # "Moved last month" may date the change before the old fact was last said.
+            # "Sold the boat last winter" may date the change before the old fact was last said.
             self.store.retire(old.id, max(replacement.valid_from, old.valid_from), replacement.id)
             retired += 1
         return retired

@@ -8,8 +8,8 @@
    gave: a memory that gave many facts, most of them found, ranks first. (A memory that gave one
    fact scores 0, as in the paper; ties are broken by n.)
 
-Past facts (``valid_until`` set) are found like current ones, so "where did Ana live?" works;
-each comes back marked, and the current facts are listed first.
+Past facts (``valid_until`` set) are found like current ones, so "what was Casimir's old
+address?" works; each comes back marked, and the current facts are listed first.
 """
 
 from __future__ import annotations
