@@ -41,6 +41,46 @@ def test_a_request_to_be_reminded_goes_to_set_reminder(message: str) -> None:
     assert first_tool(message, TOOL_NAMES) == "set_reminder"
 
 
+BACKGROUND_TOOLS = TOOL_NAMES | {"delegate_task"}
+
+
+@pytest.mark.parametrize(
+    "message",
+    [
+        "In the background, find everything about my landlord and sum it up.",
+        "When you get a chance, go over my notes on the garden and make a list.",
+        "Can you, when you have a moment, write up my running log?",
+        "When you're free, check what I said about taxes.",
+        "Summarise my week for me, no rush.",
+        "Please put together my reading list in the background.",
+        "Dig into what I said about the wedding and tell me what's left.",
+        "Could you research the boiler quotes I mentioned and let me know which is cheapest?",
+    ],
+)
+def test_work_asked_for_later_goes_to_delegate_task(message: str) -> None:
+    assert first_tool(message, BACKGROUND_TOOLS) == "delegate_task"
+
+
+@pytest.mark.parametrize(
+    "message",
+    [
+        "There was music in the background all evening.",
+        "Kids were screaming in the background.",
+        "Take your time with dinner, I'm late anyway.",
+        "I had no time today.",
+        "I look into the mirror and tell myself it's fine.",
+        "What did I say about the garden?",
+    ],
+)
+def test_words_about_a_background_are_not_a_task(message: str) -> None:
+    assert first_tool(message, BACKGROUND_TOOLS) is None
+
+
+def test_a_reminder_asked_for_when_free_is_still_a_reminder() -> None:
+    message = "When you have a moment, remind me to water the ferns at 6."
+    assert first_tool(message, BACKGROUND_TOOLS) == "set_reminder"
+
+
 @pytest.mark.parametrize(
     "message",
     [

@@ -1,9 +1,9 @@
 """Requests whose first step code can choose, so that a small model cannot talk instead of
-acting: asked to be reminded, the 1.5B model wrote "Okay, I'll remind you to call the dentist
-tomorrow at 9." and set nothing, in 5 of 5 probes (docs/BENCHMARKS.md, "Judgement"). The step
-is then held to that tool's schema (or offered only that tool); the model still writes its
-arguments, and answers the user in the next step. A stronger endpoint would call the same
-tool."""
+acting: asked to be reminded or to work on something in the background, the packaged models
+said they would and called nothing. The step is then held to that tool's schema (or offered
+only that tool); the model still writes its arguments, and the tool's own words answer the
+user, so a reply says a reminder was set or a task started only when one was. A stronger
+endpoint would call the same tool."""
 
 from __future__ import annotations
 
@@ -35,11 +35,36 @@ _SAY_IT_NOW = re.compile(
 )
 
 
+# Work asked for later or out of the way: "in the background, ...", "when you have time,
+# ...", "no rush, ...", "look into ... and tell me". Words about a background ("music in the
+# background") are not a request: the phrase leads the message or ends it, or follows a verb.
+_POLITE = r"^(?:(?:please|could you|can you|would you|will you),?\s+)?"
+_WHEN_FREE = (
+    r"(?:in the background|when(?:ever)? you (?:have|get|find) (?:the |a |some )?"
+    r"(?:time|moment|minute|chance|sec|second)|(?:when|once|if) you(?:'re| are) (?:free|not busy))"
+)
+_DELEGATE = re.compile(
+    rf"{_POLITE}{_WHEN_FREE}\b"
+    r"|\b(?:when(?:ever)? you (?:have|get|find) (?:the |a |some )?(?:time|moment|minute|chance)|"
+    r"no rush|there's no rush|take your time|at your leisure)[.!]?$"
+    rf"|{_POLITE}(?:summari[sz]e|write|draft|make|put together|gather|collect|compile|find|"
+    r"look|go|read|research|check|work out|plan|sort)\b.*\bin the background[.!]?$"
+    r"|\b(?:do|run|start|put|keep|work on) (?:it|this|that|a task|something) "
+    r"(?:going )?in the background\b"
+    rf"|{_POLITE}(?:look|dig|research|find out|go through|search through|read through)"
+    r"\b.{3,}?\b(?:and|then) (?:tell|let) me\b"
+    r"|\b(?:look|dig) into\b.{3,}?\b(?:and|then) (?:tell|let) me\b",
+    re.IGNORECASE,
+)
+
+
 def first_tool(message: str, tools: Collection[str]) -> str | None:
     """The tool a user's ``message`` must be answered with first, if code can tell."""
     plain = message.strip().replace("\u2019", "'")
     if "set_reminder" in tools and _REMINDER.search(plain):
         return "set_reminder"
+    if "delegate_task" in tools and _DELEGATE.search(plain):
+        return "delegate_task"
     if "send_message" in tools and _SAY_IT_NOW.search(plain):
         return "send_message"
     return None
