@@ -24,6 +24,10 @@ GRAPH_WEIGHT = 0.0
 Profile = Literal["quality", "fast"]
 JsonMode = Literal["auto", "json_object_schema", "json_schema", "json_object"]
 ToolCalling = Literal["auto", "native", "json_action"]
+# How a model without native tool calls writes its replies (docs/REPLIES.md): ``plain`` text in
+# its own chat template, tools chosen by code; a schema-held ``json_action`` each step with the
+# full instructions; ``short_json``, the same with short instructions and no examples.
+ReplyDesign = Literal["auto", "plain", "json_action", "short_json"]
 VoiceMode = Literal["always", "push_to_talk", "muted"]
 SpeakReplies = Literal["spoken", "always", "never"]
 LocalServer = Literal["llama-server", "llama-cpp-python"]
@@ -84,6 +88,14 @@ class LLMSettings(Section):
         le=32,
         description="llama-server: tokens drafted from the prompt after the last 3 written "
         "(prompt-lookup decoding; exact, it only saves time), checked in one batch (0: off).",
+    )
+    no_repeat: float = Field(
+        0.0,
+        ge=0,
+        le=5,
+        description="llama-server: how strongly a reply is kept from repeating a run of words "
+        "already in the conversation (the DRY sampler's multiplier; 0: off). Applies to the "
+        "conversation's replies, not to background work.",
     )
     kv_cache_type: Literal["f16", "q8_0"] = Field(
         "f16", description="llama-server: how the KV cache stores keys and values."
@@ -204,6 +216,13 @@ class AgentSettings(Section):
     )
     memory_pressure: float = Field(
         0.7, gt=0, lt=1, description="Share of the context window that triggers the warning."
+    )
+    reply_design: ReplyDesign = Field(
+        "auto",
+        description="How replies are written where the endpoint has no native tool calls: "
+        "plain (plain text, tools chosen by code), json_action (one JSON action a step, full "
+        "instructions), short_json (the same, short instructions); auto picks the design the "
+        "conversation benchmark measured best.",
     )
     # 0.2 of the 16,384-token window: a compaction at ~3,200 tokens. On CPU the server reads a
     # turn's new tokens at half the speed with 5,000 tokens before them as with 1,000

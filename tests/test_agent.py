@@ -84,7 +84,7 @@ def test_tools_chain_and_a_core_memory_edit_is_noted_after_the_step(stores: Stor
         "role": "system",
         "content": "[core memory] added to human: Name: Sam.",
     }
-    agent.respond(UserText("Actually, call me Ann."))
+    agent.respond(UserText("Sorry, I meant Ann."))
     assert llm.calls[3][-1] == {
         "role": "system",
         "content": "[core memory] human now reads:\nName: Ann.",

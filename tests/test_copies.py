@@ -48,3 +48,16 @@ def test_a_reply_copying_an_earlier_one_is_asked_again(stores: Stores) -> None:
     turn = agent.respond(UserText("How do I keep track of houseplants?"), on_text=pieces.append)
     assert turn.reply == "Sure: a list with watering days." == "".join(pieces)
     assert len(llm.calls) == 3, "the copy was neither shown nor kept, and asked again once"
+
+
+def test_a_reply_opening_with_the_users_own_words_is_asked_again() -> None:
+    from assistant.agent.copies import echo_of
+    from assistant.agent.refusal import RefusalGuard
+
+    heard = "The boiler man is coming on Thursday morning."
+    guard = RefusalGuard(unwanted=echo_of(heard))
+    assert guard.feed("The boiler man is coming on Thursday morning.") == ""
+    assert guard.refused
+    fine = RefusalGuard(unwanted=echo_of(heard))
+    assert fine.feed("Good, the boiler will be sorted.") + fine.flush() != ""
+    assert echo_of("Thanks!") == ()

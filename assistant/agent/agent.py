@@ -21,6 +21,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import replace
 from pathlib import Path
 
+from assistant.agent.about_user import constraints_for, facts_in, merged
 from assistant.agent.actions import ActionError
 from assistant.agent.compaction import Compactor
 from assistant.agent.context import ContextWindow
@@ -76,11 +77,15 @@ class Agent:
         self.journal = Journal(stores, context, self.window.lock, conversation_id)
         self.memories = ShownMemories(stores, context, config)
         self.feedback = ReplyFeedback(stores.stream)
-        self.requests = StepRequests(llm, tools, context.config.reply_tokens, config.temperature)
+        self.requests = StepRequests(
+            llm, tools, context.config.reply_tokens, config.temperature, config.reply_design
+        )
         self.drafting = Drafting(
             llm, context, self.window, self.memories, self.requests, self.tools, self.gate
         )
-        self.dispatcher = Dispatcher(self.tools, stores, context, self.journal, replies)
+        self.dispatcher = Dispatcher(
+            self.tools, stores, context, self.journal, replies, config.reply_design == "plain"
+        )
         self.steps = StepTaker(
             config,
             context,
@@ -163,6 +168,10 @@ class Agent:
         only = held.only
         if user and self.dispatcher.speaks_for_itself(only):
             self.dispatcher.acknowledge(turn, io.on_text)
+        known = ""
+        if isinstance(event, UserText | UserUtterance):
+            human = self._keep_about_user(event.text)
+            known = constraints_for(event.text, human)
         self.context.note_core_changes()  # the user may have edited it since the last turn
         # Before the event: small models heed the last message most, and it must be the
         # user's (pushed after it, the warning was what the 0.5B model answered).
@@ -171,7 +180,7 @@ class Agent:
         if shown is None:
             shown = self.memories.retrieve(prompt)
         io.on_stage("memories")
-        self.journal.record_event(event, prompt, shown)
+        self.journal.record_event(event, prompt, shown, known)
         self.feedback.begin(event, shown)
         # The tool the next step is held to (by the schema or the offered tools): the one the
         # request needs (routing.py), then send_message once the model went round or looked
@@ -235,6 +244,26 @@ class Agent:
         if not turn.reply and user:
             self.dispatcher.say_fallback(turn, io.on_text)
         return turn
+
+    def _keep_about_user(self, text: str) -> str:
+        """What the user says of themselves into the human block (about_user.py), before the
+        reply, so this turn's prompt already tells it; the block as it now reads."""
+        core = self.stores.core
+        block = core.blocks["human"].value if "human" in core.blocks else None
+        if block is None:
+            return ""
+        updated = block
+        for fact in facts_in(text):
+            updated = merged(updated, fact)
+        if updated == block:
+            return block
+        if not core.keep("human", updated):
+            log.warning("the human block is full; not kept: %s", updated[len(block) :].strip())
+            return block
+        # The user's own words are in view: no note of the change (the 0.5B model wrote such
+        # notes back as replies). A summary restates the block once the words leave the window.
+        self.context.core_seen["human"] = updated
+        return updated
 
     def note(self, event: Event) -> None:
         """Tell the agent something it should know at its next turn, with no reply now (the

@@ -1,12 +1,11 @@
 """A reply never opens by copying an earlier one.
 
 The 0.5B model, deep in a conversation, answers new messages with an earlier reply word for
-word: "I'm so happy! A new job, how exciting." was the reply to a question about houseplants, a
-dentist's appointment and a run with a friend (21 of 39 turns in one run of the turn
-benchmark, 2026-11-26), and "Good for Leeds! I'll remember that." for unrelated news in
-another. The first sentences of each recent reply (four words at least) are an opening the
-next reply may not have: the refusal guard (refusal.py) holds the reply while it could still
-be one, and one that is, is asked for once more, held to open willingly.
+word: one cheerful reply to good news came back as the answer to unrelated questions and news
+for many turns after, so that much of a long conversation was the same few words. The first
+sentences of each recent reply (four words at least) are an opening the next reply may not
+have: the refusal guard (refusal.py) holds the reply while it could still be one, and one
+that is, is asked for once more, held to open willingly.
 """
 
 from __future__ import annotations
@@ -28,8 +27,8 @@ def _normal(text: str) -> str:
 
 
 def opening(message: str) -> str:
-    """The message's first sentences, as few as make ``MIN_WORDS`` words ("I'm so happy! A
-    new job, how exciting." from the first two); all of it if it has fewer."""
+    """The message's first sentences, as few as make ``MIN_WORDS`` words ("Oh, lovely! A new
+    beehive, how fun." from the first two); all of it if it has fewer."""
     text = message.strip()
     words = 0
     for sentence in _SENTENCE.finditer(text):
@@ -54,3 +53,11 @@ class RecentReplies:
 
     def openings(self) -> tuple[str, ...]:
         return tuple(dict.fromkeys(self._openings))
+
+
+def echo_of(heard: str) -> tuple[str, ...]:
+    """The opening of the user's own words, which a reply may not open with: the small models
+    wrote a plain statement back, word for word, as their reply (nothing for a message
+    shorter than ``MIN_WORDS`` words)."""
+    start = _normal(opening(heard))
+    return (start,) if len(start.split()) >= MIN_WORDS else ()

@@ -87,6 +87,18 @@ class CoreMemory:
             )
         return self._set(block, block.value.replace(old, new.strip(), 1).strip())
 
+    def keep(self, label: str, value: str) -> bool:
+        """Set a block's whole text if it changed (code keeping what the user said about
+        themselves); False when it did not, or would not fit."""
+        block = self._block(label)
+        if value == block.value:
+            return False
+        try:
+            self._set(block, value)
+        except CoreMemoryError:
+            return False
+        return True
+
     def set(self, label: str, value: str) -> str:
         """Replace a block's whole text (the user editing it on screen)."""
         return self._set(self._block(label), value.strip())

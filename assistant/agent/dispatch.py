@@ -25,8 +25,12 @@ class Dispatcher:
         context: ContextWindow,
         journal: Journal,
         replies: RecentReplies,
+        plain: bool = False,
     ) -> None:
         self.tools = tools
+        # The plain design: the history keeps messages as said and a tool's call only as its
+        # result's note, so the model sees no JSON to write back (docs/REPLIES.md).
+        self.plain = plain
         self.stores = stores
         self.context = context
         self.journal = journal
@@ -40,14 +44,15 @@ class Dispatcher:
         if action.tool == "send_message":
             message = str(arguments["message"])
             record_id = self.journal.said(message)
-            self.context.push({"role": "assistant", "content": action.as_history()}, record_id)
+            self.context.push({"role": "assistant", "content": self._history(action)}, record_id)
             self.replies.add(message)
             turn.reply = f"{turn.reply}\n{message}".strip()
             turn.steps.append(Step(action.tool, arguments, "sent"))
             if action.request_heartbeat:
                 self.context.push({"role": "system", "content": "[send_message] sent"})
             return True
-        self.context.push({"role": "assistant", "content": action.as_history()})
+        if not self.plain:
+            self.context.push({"role": "assistant", "content": action.as_history()})
         self.journal.write_recall(
             "tool", f"{action.tool} {json.dumps(arguments, ensure_ascii=False)}"
         )
@@ -58,9 +63,18 @@ class Dispatcher:
             result, failed = f"error: {error}", True
         turn.steps.append(Step(action.tool, arguments, result, failed))
         self.journal.write_recall("tool", f"{action.tool} -> {result}")
-        self.context.push({"role": "system", "content": f"[{action.tool}] {result}"})
+        if not (self.plain and self.tools[action.tool].speaks_result and not failed):
+            # In the plain design a result the tool says itself is in the window as said; a
+            # note of it as well was written back by the 0.5B model as later replies.
+            self.context.push({"role": "system", "content": f"[{action.tool}] {result}"})
         self.context.note_core_changes()
         return not failed
+
+    def _history(self, action: Action) -> str:
+        """What the window keeps of a message the assistant said."""
+        if self.plain:
+            return str(action.arguments.model_dump()["message"])
+        return action.as_history()
 
     @staticmethod
     def repeated(action: Action, turn: Turn) -> bool:
@@ -112,11 +126,7 @@ class Dispatcher:
         turn.interrupted = True
         if delivered:
             kept = delivered + INTERRUPTED
-            self.context.push(
-                {
-                    "role": "assistant",
-                    "content": Action("send_message", SendMessage(message=kept), False).as_json(),
-                }
-            )
+            said = Action("send_message", SendMessage(message=kept), False)
+            self.context.push({"role": "assistant", "content": self._history(said)})
             self.journal.write_recall("assistant", kept)
             turn.reply = f"{turn.reply}\n{kept}".strip()

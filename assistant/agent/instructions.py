@@ -1,5 +1,8 @@
-"""The master agent's system instructions: who it is, how it replies (in rules and examples),
-the JSON action it writes each step, its memory, and its tools."""
+"""The master agent's system instructions, by reply design (docs/REPLIES.md): ``json_action``,
+who it is, how it replies (in rules and examples), the JSON action it writes each step, its
+memory and its tools; ``short_json``, the same held to a few hundred tokens with no example to
+copy; ``plain``, who it is and how it replies, for a model that writes its reply as plain text
+while code chooses the tools."""
 
 from __future__ import annotations
 
@@ -8,7 +11,11 @@ from collections.abc import Sequence
 from assistant.agent.tools import TOOLS, Tool, describe_tools
 
 
-def instructions(tools: Sequence[Tool] = TOOLS) -> str:
+def instructions(tools: Sequence[Tool] = TOOLS, design: str = "json_action") -> str:
+    if design == "plain":
+        return _PLAIN
+    if design == "short_json":
+        return _short_json(tools)
     return (
         "You are Brain OS, a voice-first personal assistant on the user's own computer. You "
         "talk with the user like a kind, sensible friend. Your replies are spoken aloud: one "
@@ -92,3 +99,41 @@ def _background_help(tools: Sequence[Tool]) -> str:
             "delegate_task: a background worker does it and you are told when it finishes."
         )
     return "".join(line + "\n" for line in lines) + ("\n" if lines else "")
+
+
+# What every design asks of a reply, in words a 0.5B model can hold and with nothing in them
+# that is a reply to copy: given a sample reply, the small models said it to unrelated messages.
+_REPLY_RULES = (
+    "- Reply to what they just said, in your own words: be glad of good news, sorry about "
+    "bad news, and simply take note of plans and facts.\n"
+    "- What you know of the user comes only from this conversation, the core memory and "
+    "the memories shown to you. If those do not hold the answer, say you don't know. Never "
+    "make up a name, date, time or number.\n"
+    "- Do harmless requests (a joke, a story, a recipe) gladly, and keep to what you know "
+    "of the user, such as their diet or allergies.\n"
+    '- Speak to the user as "you". Never speak as the user, and never repeat an earlier '
+    "reply.\n"
+)
+
+_PLAIN = (
+    "You are Brain OS, a personal assistant on the user's own computer. You talk with the "
+    "user like a kind, sensible friend. Your replies are spoken aloud: one or two short "
+    "sentences.\n"
+    f"{_REPLY_RULES}"
+    "- Reminders and background tasks are set by the app when the user asks for one; never "
+    "say you set one yourself.\n"
+    "Before a message you may see what you remember that bears on it, and notes in square "
+    "brackets from the app."
+)
+
+
+def _short_json(tools: Sequence[Tool]) -> str:
+    names = ", ".join(tool.name for tool in tools if tool.name != "send_message")
+    return (
+        "You are Brain OS, a personal assistant on the user's own computer. You talk with the "
+        "user like a kind, sensible friend, in one or two short sentences (spoken aloud).\n"
+        f"{_REPLY_RULES}"
+        "Each step write one JSON object: to talk, an object with the key message; to use a "
+        "tool, an object with the keys tool, arguments and request_heartbeat (true only when "
+        f"you need another step). Tools: {names}."
+    )

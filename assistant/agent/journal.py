@@ -44,10 +44,13 @@ class Journal:
         # The user's message of this turn and the memory-stream record being written for it.
         self._observing: tuple[Message, Deferred[str | None]] | None = None
 
-    def record_event(self, event: Event, prompt: str, shown: Sequence[MemoryRecord]) -> None:
-        """Begin the event in the window (after the memories ``shown`` for it) and keep it."""
+    def record_event(
+        self, event: Event, prompt: str, shown: Sequence[MemoryRecord], known: str = ""
+    ) -> None:
+        """Begin the event in the window (after the memories ``shown`` for it, and ``known``,
+        what the user told of themselves that bears on it) and keep it."""
         self._said = []
-        retrieved = memories_block(shown)
+        retrieved = "\n".join(part for part in (memories_block(shown), known) if part)
         ids = [record.id for record in shown]
         if from_user(event):
             # The one write the prompt waits for: the words are kept if the process dies.

@@ -1,8 +1,9 @@
 """One step of a turn: the model asked for one action, its message streamed to the user as it
-is written and watched while it comes (a refusal, undue sympathy or an old reply's opening is
-asked again to open willingly; an answer that says what it was not told is asked again to
-admit it; a message going round in a loop is stopped), the endpoint's failures retried or
-worked round (a context overflow evicts into the summary and asks again)."""
+is written and watched while it comes (a refusal, undue sympathy, an old reply's or the user's
+own opening is asked again to open willingly; an answer that says what it was not told is
+asked again to admit it; an answer about the user written in their voice is turned to speak to
+them; a message going round in a loop is stopped), the endpoint's failures retried or worked
+round (a context overflow evicts into the summary and asks again)."""
 
 from __future__ import annotations
 
@@ -13,12 +14,13 @@ from dataclasses import replace
 
 from assistant.agent.actions import Action, ActionError
 from assistant.agent.context import ContextWindow
-from assistant.agent.copies import RecentReplies
+from assistant.agent.copies import RecentReplies, echo_of
 from assistant.agent.dispatch import Dispatcher
 from assistant.agent.drafting import Drafting
 from assistant.agent.grounding import GroundCheck, about_what_they_told
 from assistant.agent.journal import Journal
 from assistant.agent.loops import LoopStop
+from assistant.agent.perspective import Perspective
 from assistant.agent.refusal import RefusalGuard
 from assistant.agent.step_request import ReplyForm, StepRequests
 from assistant.agent.streaming import ReplyStream
@@ -70,8 +72,9 @@ class StepTaker:
         separated = not turn.reply  # a second message this turn starts on a new line
         shown: list[str] = []
         loop = LoopStop()
+        voice = Perspective(armed=False)
 
-        def show(piece: str) -> None:
+        def emit(piece: str) -> None:
             nonlocal separated
             if piece:
                 if not separated:
@@ -80,19 +83,26 @@ class StepTaker:
                 on_text(piece)
                 shown.append(piece)
 
+        def show(piece: str) -> None:
+            emit(voice.feed(piece))
+
         attempt = 0
         while attempt < self.config.attempts:
             attempt += 1
-            streamed = ReplyStream(native is not None)
+            plain = self.requests.plain(form, native)
+            streamed = ReplyStream(native is not None, plain)
             guard = RefusalGuard(
                 armed=not form.willing,
-                unwanted=unwanted_openings(io.heard) + self.replies.openings(),
+                unwanted=(
+                    unwanted_openings(io.heard) + self.replies.openings() + echo_of(io.heard)
+                ),
             )
             prompt = self._prompt_text()
             checked = (
                 form.grounded and not form.admitting and about_what_they_told(io.heard, prompt)
             )
             ground = GroundCheck(prompt, armed=checked)
+            voice = Perspective(armed=form.grounded)
             try:
                 deltas = cancellable(self._ask(io, native, form), cancel)
                 for delta in deltas:
@@ -127,6 +137,7 @@ class StepTaker:
                     continue
                 show(loop.feed(guard.flush()))
                 show(loop.flush())
+                emit(voice.flush())
                 break
             except LLMContextOverflow as error:
                 if overflowed or streamed.text:
@@ -149,7 +160,7 @@ class StepTaker:
             self._failed(turn, "the LLM gave no usable reply")
             return None
         said, outcome = streamed.finish(self.dispatcher.tools)
-        cut = loop.dropped or ground.cut
+        cut = loop.dropped or ground.cut or voice.changed
         if cut and isinstance(outcome, Action) and outcome.tool == "send_message":
             # What is kept is what the user saw: a repeat left in the history invites more.
             message = SendMessage(message="".join(shown).strip())

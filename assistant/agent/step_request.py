@@ -67,9 +67,16 @@ class StepRequests:
     native tool calls, narrowed as the step's form asks."""
 
     def __init__(
-        self, llm: AgentLLM, tools: Sequence[Tool], max_tokens: int, temperature: float
+        self,
+        llm: AgentLLM,
+        tools: Sequence[Tool],
+        max_tokens: int,
+        temperature: float,
+        design: str = "json_action",
     ) -> None:
         self.llm = llm
+        # "plain": a message is asked for as plain text, with no tool offered (docs/REPLIES.md).
+        self.design = design
         self.max_tokens = max_tokens
         self.temperature = temperature
         self.tools = by_name(tools)
@@ -102,6 +109,17 @@ class StepRequests:
         llm = self.llm
         return llm if isinstance(llm, ToolCallingLLM) and llm.tool_calling == "native" else None
 
+    def plain(self, form: ReplyForm, native: ToolCallingLLM | None) -> bool:
+        """Whether the step's reply is asked for as plain text: in the plain design, a step
+        that can only talk (no tool routed to, not a heartbeat's quiet choice)."""
+        quiet_tick = form.tick and not form.speak and self.has_tick_tools
+        return (
+            self.design == "plain"
+            and native is None
+            and form.only in (None, "send_message")
+            and not quiet_tick
+        )
+
     def request(
         self, messages: list[Message], native: ToolCallingLLM | None, form: ReplyForm
     ) -> tuple[Request, Ask]:
@@ -109,6 +127,8 @@ class StepRequests:
         or (no ``native``) held to the action schema, its text as content."""
         max_tokens = self.max_tokens
         temperature = self.temperature
+        if self.plain(form, native):
+            return self._plain_request(messages, form)
         only = form.only
         schema, tools = self.schema, self.native_tools
         if only is not None and only in self.narrowed:
@@ -148,6 +168,22 @@ class StepRequests:
         options = {"schema": schema, "max_tokens": max_tokens, "temperature": temperature}
         return Request.of(messages, **options), text
 
+    def _plain_request(self, messages: list[Message], form: ReplyForm) -> tuple[Request, Ask]:
+        """A message asked for as plain text; asked again after a check, with a note of what
+        to do differently just before the message it answers (the window keeps no such note):
+        as the last message, the 0.5B model wrote the note back as its reply."""
+        note = _PLAIN_NOTES["admitting" if form.admitting else "willing" if form.willing else ""]
+        if note:
+            *before, last = messages
+            messages = [*before, {"role": "system", "content": note}, last]
+        max_tokens, temperature = self.max_tokens, self.temperature
+
+        def text() -> Iterator[StreamDelta]:
+            for chunk in self.llm.stream(messages, max_tokens=max_tokens, temperature=temperature):
+                yield TextDelta(chunk)
+
+        return Request.of(messages, max_tokens=max_tokens, temperature=temperature), text
+
     def _naming(self, name: str, only: str | None, willing: bool) -> JsonSchema:
         """The action schema of a step whose message says ``name`` (held to open willingly
         as well, or to the tool ``only``, as the step is)."""
@@ -157,3 +193,14 @@ class StepRequests:
         else:
             tools = [self.tools[only]] if only in self.tools else self.turn_tools
         return action_schema(tools, opening=saying(name, WILLING_PATTERN if willing else None))
+
+
+# Said to a plain reply asked again after a check stopped the first (step.py): one that made up
+# what it was not told, or opened by refusing, with undue sympathy or as an earlier reply did.
+_PLAIN_NOTES = {
+    "": "",
+    "admitting": "What you were shown does not say that: tell the user you don't know, and ask "
+    "them.",
+    "willing": "Reply to the user's last message afresh, in words of your own: do what it asks, "
+    "and speak to them as you.",
+}

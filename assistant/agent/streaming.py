@@ -31,6 +31,8 @@ _ARGUMENT_START = re.compile(r'"message"\s*:\s*"')
 # opening, with request_heartbeat written first, is about 100). Searched for in the whole reply
 # at every chunk, a 300,000-character reply with none took minutes.
 _START_WITHIN = 1_000
+# A leading "[tag]" longer than this is not a tag but the reply.
+_TAG_CHARS = 40
 _HIGH_SURROGATES = ("d8", "d9", "da", "db")
 _ESCAPES = {'"': '"', "\\": "\\", "/": "/", "b": "\b", "f": "\f", "n": "\n", "r": "\r", "t": "\t"}
 
@@ -81,14 +83,19 @@ class ReplyStream:
     tool call is the action, a send_message call's text shown while its arguments arrive.
     """
 
-    def __init__(self, native: bool) -> None:
-        self._native = native
+    def __init__(self, native: bool, plain: bool = False) -> None:
+        """``plain``: the reply was asked for as plain text (no tools offered): all of it is
+        the message, kept in the history as written."""
+        self._native = native or plain
+        self._plain = plain
         # Everything shown to the user so far.
         self.text = ""
         self._content = MessageStream()
         # Whether the content is plain text (native only; known at its first visible char).
-        self._prose: bool | None = None if native else False
+        self._prose: bool | None = None if self._native else False
         self._prose_text = ""
+        # Plain text held back while it may be a leading "[tag]" (plain only).
+        self._opening: str | None = "" if plain else None
         self._calls: dict[int, _Call] = {}
         self._message: MessageStream | None = None
         self._shown_from: type | None = None
@@ -122,8 +129,9 @@ class ReplyStream:
         the action to take, or what is wrong with it."""
         if not self._calls:
             if self._prose:  # plain text: a message
-                message = SendMessage(message=self._prose_text.strip())
-                return "", Action("send_message", message, False)
+                text = self._prose_text.strip()
+                written = text if self._plain else None
+                return "", Action("send_message", SendMessage(message=text), False, written)
             return "", _outcome(lambda: self._read_action(tools), self._content)
         first, *rest = self._calls.values()
         if rest:
@@ -144,15 +152,34 @@ class ReplyStream:
         return action if self._native else replace(action, written=raw)
 
     def _feed_content(self, text: str) -> str:
+        if self._opening is not None:
+            text = self._past_tag(text)
+            if not text:
+                return ""
         if self._prose is None:
             text = text.lstrip()
             if not text:
                 return ""
-            self._prose = not text.startswith("{")
+            self._prose = self._plain or not text.startswith("{")
         if self._prose:
             self._prose_text += text
             return text
         return self._content.feed(text)
+
+    def _past_tag(self, text: str) -> str:
+        """A plain reply's text once past a "[tag]" it opens with: the window's notes are in
+        brackets, and the 0.5B model began replies with one ("[reply] ...")."""
+        assert self._opening is not None
+        held = (self._opening + text).lstrip()
+        if held.startswith("["):
+            end = held.find("]")
+            if end < 0 and len(held) < _TAG_CHARS:
+                self._opening = held
+                return ""
+            if end >= 0:
+                held = held[end + 1 :].lstrip()
+        self._opening = None
+        return held
 
     def _feed_call(self, delta: ToolCallDelta) -> str:
         call = self._calls.setdefault(delta.index, _Call())

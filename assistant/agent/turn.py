@@ -41,6 +41,9 @@ class AgentConfig:
     # message, read by the server at each turn and taken as context by a 0.5B model.
     least_similarity: float = 0.3
     temperature: float = 0.3
+    # How the reply is written where the endpoint has no native tool calls (settings.py's
+    # ReplyDesign, resolved): "plain", "json_action" or "short_json".
+    reply_design: str = "json_action"
 
 
 @dataclass(frozen=True)

@@ -37,6 +37,8 @@ from memory.stream import MemoryConfig, MemoryStream
 # rest stay in recall).
 RESUMED_MESSAGES = 12
 CONTEXT_FILE = "context.json"
+# The design the conversation benchmark measured best for each profile's model (docs/REPLIES.md).
+DEFAULT_REPLY_DESIGN = {"fast": "json_action", "quality": "json_action"}
 
 
 def open_stores(
@@ -86,8 +88,9 @@ def open_agent(
     """The agent on ``stores``, its window as it was saved at the end of the last turn (else
     rebuilt from recall storage); ``background`` writes the summaries of compactions (None:
     only the blocking flush summarises, on ``llm``)."""
+    design = reply_design(settings)
     context = ContextWindow(
-        instructions([tool for tool in tools if not tool.tick_only]),
+        instructions([tool for tool in tools if not tool.tick_only], design),
         stores.core,
         ContextConfig(
             window_tokens=settings.llm.context_window,
@@ -98,7 +101,7 @@ def open_agent(
     )
     context_path = settings.data_dir / CONTEXT_FILE
     if not load_context(context_path, context):
-        _resume_from_recall(context, stores)
+        _resume_from_recall(context, stores, plain=design == "plain")
     while context.pressure() > settings.agent.memory_pressure and context.evict():
         pass
     config = AgentConfig(
@@ -106,6 +109,7 @@ def open_agent(
         retrieved_memories=settings.agent.retrieved_memories,
         least_similarity=settings.agent.least_similarity,
         temperature=settings.agent.temperature,
+        reply_design=design,
     )
     return Agent(
         llm,
@@ -119,11 +123,21 @@ def open_agent(
     )
 
 
-def _resume_from_recall(context: ContextWindow, stores: Stores) -> None:
+def reply_design(settings: Settings) -> str:
+    """The reply design the agent uses where its endpoint has no native tool calls; a native
+    endpoint keeps MemGPT's function chaining whatever this says (step_request.py)."""
+    design = settings.agent.reply_design
+    if design == "auto":
+        return DEFAULT_REPLY_DESIGN.get(settings.profile, "json_action")
+    return design
+
+
+def _resume_from_recall(context: ContextWindow, stores: Stores, plain: bool = False) -> None:
     for message in stores.recall.recent(RESUMED_MESSAGES):
         if message.role == "user":
             context.push({"role": "user", "content": message.text})
         elif message.role == "assistant" and message.text != FALLBACK_MESSAGE:
             # The apology said when a turn failed stays out: small models copy it.
             said = Action("send_message", SendMessage(message=message.text), False)
-            context.push({"role": "assistant", "content": said.as_json()})
+            kept = message.text if plain else said.as_json()
+            context.push({"role": "assistant", "content": kept})

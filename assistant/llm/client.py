@@ -26,6 +26,9 @@ from assistant.llm.messages import (
 from assistant.llm.tokens import TokenCounter, estimate_tokens
 from assistant.settings import JsonMode, ToolCalling
 
+# Tokens a repeated run may have before the DRY sampler (``no_repeat``) penalises it.
+DRY_ALLOWED = 4
+
 
 class LLMError(Exception):
     """The LLM could not answer; the message says why in one line."""
@@ -94,8 +97,12 @@ class LLMClient:
         json_mode: JsonMode = "auto",
         tool_calling: ToolCalling = "auto",
         count_tokens: TokenCounter = estimate_tokens,
+        no_repeat: float = 0.0,
     ) -> None:
         self.endpoint = endpoint
+        # The DRY sampler's multiplier for a local server (0: off): long runs of words already
+        # in the prompt (an earlier reply, the user's own words) grow less likely to be written.
+        self.no_repeat = no_repeat
         # How the endpoint's model counts a text, for the context window: exact for the local
         # model (its vocabulary), an estimate that errs high for others.
         self.count_tokens = count_tokens
@@ -235,7 +242,7 @@ class LLMClient:
         if self.endpoint.is_local:
             # llama-server then reports its prompt reading in every chunk, not only the last,
             # so a reply the agent closes early (a loop, an ungrounded sentence) is measured too.
-            options["extra_body"] = {"timings_per_token": True}
+            options["extra_body"] = {"timings_per_token": True, **self._sampling()}
         chunks = self._create(messages, stream=True, **options)
         try:
             for chunk in chunks:
@@ -246,6 +253,19 @@ class LLMClient:
             raise self._describe(error) from None
         finally:
             chunks.close()
+
+    def _sampling(self) -> dict[str, Any]:
+        """llama-server's sampling options beyond the OpenAI ones."""
+        if not self.no_repeat:
+            return {}
+        # A run of up to DRY_ALLOWED tokens (a name, "lives in") is free to repeat; the penalty
+        # grows with each token past it, over the whole prompt.
+        return {
+            "dry_multiplier": self.no_repeat,
+            "dry_base": 1.75,
+            "dry_allowed_length": DRY_ALLOWED,
+            "dry_penalty_last_n": -1,
+        }
 
     def _response_format(self, schema: JsonSchema) -> dict[str, Any]:
         if self.json_mode == "json_object_schema":

@@ -94,7 +94,7 @@ class LLMRuntime:
                         restored.tokens,
                         restored.seconds,
                     )
-        self.client = self._client(endpoint)
+        self.client = self._client(endpoint, no_repeat=self.settings.llm.no_repeat)
         return self.client
 
     def save_conversation(self) -> SlotResult:
@@ -161,7 +161,9 @@ class LLMRuntime:
             on_status=on_status,
         )
 
-    def _client(self, endpoint: Endpoint, timeout_s: float | None = None) -> LLMClient:
+    def _client(
+        self, endpoint: Endpoint, timeout_s: float | None = None, no_repeat: float = 0.0
+    ) -> LLMClient:
         llm = self.settings.llm
         return LLMClient(
             endpoint,
@@ -169,6 +171,7 @@ class LLMRuntime:
             json_mode=llm.json_mode,
             tool_calling=llm.tool_calling,
             count_tokens=self._local_counter() if endpoint.is_local else estimate_tokens,
+            no_repeat=no_repeat,
         )
 
     def _local_counter(self) -> TokenCounter:

@@ -1,0 +1,124 @@
+"""An answer about the user said to the user, not as the user.
+
+Asked about their own life, the 0.5B model answers in the user's voice: "I am allergic to ...",
+"My daughter is ...", "I work in ..." (the user's words, which it was shown, are in the first
+person). Where the question is about the user's life (routing.asks_about_their_life), each
+sentence of the reply that opens in the first person, and not in the assistant's own voice
+("I don't know", "I'm glad", "I think ..."), has its first-person words turned to the second
+person as it streams: "You are allergic to ...". The window keeps what was shown.
+"""
+
+from __future__ import annotations
+
+import re
+
+# Words after which a sentence opening is decided (or its end, if sooner).
+_OPENING_WORDS = 3
+_SENTENCE_END = re.compile(r"[.!?]\s")
+# How the assistant speaks of itself: a sentence opening so is left as it is.
+_OWN_VOICE = re.compile(
+    r"^(?:i(?:'m| am) (?:sorry|glad|happy|not sure|here|afraid|so|really|delighted|excited|"
+    r"thrilled|always)|i (?:hope|think|can|could|would|will|don't|do not|can't|cannot|see|"
+    r"understand|know|remember|recall|have no|haven't|wish|love|bet|recommend|suggest|believe|"
+    r"guess|noted|just|did not|didn't|was told|heard|may|might|must|should|need|want)\b|"
+    r"i'll|i'd|i've (?:noted|got|set|saved|made|added)|my (?:pleasure|apologies|bad|guess))",
+    re.IGNORECASE,
+)
+_FIRST_PERSON_OPENING = re.compile(r"^(?:i|i'm|im|i've|my|mine)\b", re.IGNORECASE)
+_SWAPS = {
+    "i": "you",
+    "i'm": "you're",
+    "im": "you're",
+    "i've": "you've",
+    "i'll": "you'll",
+    "i'd": "you'd",
+    "me": "you",
+    "my": "your",
+    "mine": "yours",
+    "myself": "yourself",
+}
+# A verb after "I" that changes with the person.
+_AFTER_I = {"am": "are", "was": "were"}
+_WORD = re.compile(r"[A-Za-z']+|[^A-Za-z']+")
+
+
+class Perspective:
+    """Feed it a reply's text as it streams; it returns what to show now."""
+
+    def __init__(self, armed: bool) -> None:
+        self.armed = armed
+        # Whether any word was turned (the window then keeps what was shown).
+        self.changed = False
+        self._held = ""
+        # The current sentence: None while its opening is undecided, else whether it is turned.
+        self._turning: bool | None = None
+        self._after_i = False
+        # Whether the current sentence's first word is out (a turned word after it is lower case).
+        self._begun = False
+
+    def feed(self, piece: str) -> str:
+        if not self.armed or not piece:
+            return piece
+        self._held += piece
+        return self._release(final=False)
+
+    def flush(self) -> str:
+        if not self.armed:
+            return ""
+        return self._release(final=True)
+
+    def _release(self, final: bool) -> str:
+        out = ""
+        while self._held:
+            if self._turning is None:
+                decided = self._decide(final)
+                if decided is None:
+                    return out
+                self._turning = decided
+            end = _SENTENCE_END.search(self._held)
+            if end is None:
+                # A word still being written may be cut: hold the last one unless at the end.
+                cut = len(self._held) if final else _last_word_start(self._held)
+                out += self._turn(self._held[:cut])
+                self._held = self._held[cut:]
+                return out
+            out += self._turn(self._held[: end.end()])
+            self._held = self._held[end.end() :]
+            self._turning, self._after_i, self._begun = None, False, False
+        return out
+
+    def _decide(self, final: bool) -> bool | None:
+        """Whether the sentence being held is turned; None while it cannot yet be told."""
+        words = self._held.replace("\u2019", "'").split()
+        ended = final or bool(_SENTENCE_END.search(self._held))
+        if not (ended or self._held[-1:].isspace()):
+            words = words[:-1]  # the last may be cut short
+        if len(words) < _OPENING_WORDS and not ended:
+            return None
+        text = " ".join(words).lower()
+        return bool(_FIRST_PERSON_OPENING.match(text)) and not _OWN_VOICE.match(text)
+
+    def _turn(self, text: str) -> str:
+        if not self._turning:
+            return text
+        pieces = []
+        for token in _WORD.findall(text):
+            if not token[0].isalpha():
+                pieces.append(token)
+                continue
+            lowered = token.replace("\u2019", "'").lower()
+            swap = _SWAPS.get(lowered) or (_AFTER_I.get(lowered) if self._after_i else None)
+            self._after_i = lowered == "i"
+            if swap is not None:
+                self.changed = True
+                token = swap if self._begun else swap[0].upper() + swap[1:]
+            self._begun = True
+            pieces.append(token)
+        return "".join(pieces)
+
+
+def _last_word_start(text: str) -> int:
+    """Where the last, possibly unfinished, word of ``text`` begins (or a sentence's closing
+    mark, until the space after it tells that the sentence ended)."""
+    match = re.search(r"[A-Za-z'\u2019]+$|[.!?]+$", text)
+    return match.start() if match else len(text)

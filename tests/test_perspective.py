@@ -1,0 +1,57 @@
+"""An answer about the user said to them, not in their voice (assistant/agent/perspective.py)."""
+
+from __future__ import annotations
+
+import pytest
+
+from assistant.agent.events import UserText
+from assistant.agent.perspective import Perspective
+from assistant.agent.tools import Stores
+from tests.agent_helpers import ScriptedStream, say
+from tests.test_agent import make_agent
+
+
+def turned(text: str, chunk: int) -> str:
+    voice = Perspective(armed=True)
+    out = "".join(voice.feed(text[i : i + chunk]) for i in range(0, len(text), chunk))
+    return out + voice.flush()
+
+
+@pytest.mark.parametrize(
+    ("reply", "said"),
+    [
+        ("I am allergic to kiwis.", "You are allergic to kiwis."),
+        ("My nephew is nine.", "Your nephew is nine."),
+        ("I'm on the early shift.", "You're on the early shift."),
+        (
+            "I fix bikes with my uncle. I hope that helps!",
+            "You fix bikes with your uncle. I hope that helps!",
+        ),
+        ("I was in Tampere last spring.", "You were in Tampere last spring."),
+        ("I don't know, you haven't told me.", "I don't know, you haven't told me."),
+        ("I'm not sure what your nephew likes.", "I'm not sure what your nephew likes."),
+        ("Your nephew is nine.", "Your nephew is nine."),
+        ("Sure! My guess is the harbour.", "Sure! My guess is the harbour."),
+    ],
+)
+@pytest.mark.parametrize("chunk", [1, 3, 100])
+def test_first_person_answers_are_turned_as_they_stream(reply: str, said: str, chunk: int) -> None:
+    assert turned(reply, chunk) == said
+
+
+def test_unarmed_it_passes_everything() -> None:
+    voice = Perspective(armed=False)
+    assert voice.feed("I am here.") == "I am here." and voice.flush() == ""
+    assert not voice.changed
+
+
+def test_the_agent_turns_an_answer_about_the_user_and_keeps_what_was_shown(
+    stores: Stores,
+) -> None:
+    llm = ScriptedStream(say("Noted."), say("I am allergic to kiwis."), say("Good."))
+    agent = make_agent(llm, stores)
+    agent.respond(UserText("I'm allergic to kiwis."))
+    turn = agent.respond(UserText("What am I allergic to?"))
+    assert turn.reply == "You are allergic to kiwis."
+    agent.respond(UserText("Thanks."))
+    assert '{"message": "You are allergic to kiwis."}' in [m["content"] for m in llm.calls[2]]

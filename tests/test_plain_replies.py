@@ -1,0 +1,96 @@
+"""The plain reply design (docs/REPLIES.md): a message asked for as plain text with no tool
+offered, kept in the window as said; a request code routes to a tool held to that tool's schema
+and answered by the tool's own words; a re-asked reply told what to do differently."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from assistant.agent.agent import Agent
+from assistant.agent.context import ContextConfig, ContextWindow
+from assistant.agent.events import UserText
+from assistant.agent.instructions import instructions
+from assistant.agent.tools import TOOLS, Stores, Tool
+from assistant.agent.turn import ACKNOWLEDGED, AgentConfig
+from assistant.tasks.agent_tools import DelegateTask, SetReminder
+from tests.agent_helpers import ScriptedStream, action
+from tests.test_agent import recalled
+
+DELEGATED = "I'll work on it in the background."
+
+
+def plain_agent(llm: ScriptedStream, stores: Stores, goals: list[str] | None = None) -> Agent:
+    kept = goals if goals is not None else []
+
+    def delegate(_: Stores, arguments: Any) -> str:
+        kept.append(arguments.goal)
+        return DELEGATED
+
+    tools = (
+        *TOOLS,
+        Tool("set_reminder", "Remind.", SetReminder, lambda *_: "Reset.", speaks_result=True),
+        Tool("delegate_task", "Background work.", DelegateTask, delegate, speaks_result=True),
+    )
+    context = ContextWindow(
+        instructions(tools, "plain"), stores.core, ContextConfig(window_tokens=4096)
+    )
+    return Agent(llm, stores, context, AgentConfig(reply_design="plain"), tools=tools)
+
+
+def test_a_reply_is_plain_text_asked_for_with_no_schema_and_kept_as_said(stores: Stores) -> None:
+    llm = ScriptedStream("Congratulations on the new flat!", "Glad to hear it.")
+    agent = plain_agent(llm, stores)
+    turn = agent.respond(UserText("We got the keys to our new flat today."))
+    assert turn.reply == "Congratulations on the new flat!"
+    assert llm.schemas == [None]
+    agent.respond(UserText("It has a balcony."))
+    # The second prompt holds the first reply as plain text: nothing in JSON to write back.
+    assert {"role": "assistant", "content": "Congratulations on the new flat!"} in llm.calls[1]
+    assert not any(m["content"].lstrip().startswith("{") for m in llm.calls[1][1:])
+    assert ("assistant", "Congratulations on the new flat!") in recalled(stores)
+
+
+def test_the_plain_instructions_hold_no_json_no_tools_and_no_example(stores: Stores) -> None:
+    text = instructions(TOOLS, "plain")
+    assert "{" not in text and "core_memory_append" not in text
+    assert "User:" not in text and len(text.split()) < 300
+
+
+def test_a_routed_reminder_is_held_to_its_schema_and_said_by_the_tool(stores: Stores) -> None:
+    llm = ScriptedStream(action("set_reminder", text="water the ferns", when="at 6"))
+    agent = plain_agent(llm, stores)
+    turn = agent.respond(UserText("Remind me to water the ferns at 6."))
+    assert llm.schemas[0] is not None
+    assert turn.reply == f"{ACKNOWLEDGED} Reset."
+    window = agent.context.messages()
+    # The call leaves no JSON in the window and its result is not told twice.
+    assert not any(m["content"].lstrip().startswith("{") for m in window[1:])
+    assert not any(m["content"].startswith("[set_reminder]") for m in window)
+
+
+def test_work_asked_for_in_the_background_starts_a_task(stores: Stores) -> None:
+    goals: list[str] = []
+    llm = ScriptedStream(action("delegate_task", goal="sum up the notes on the boiler"))
+    turn = plain_agent(llm, stores, goals).respond(
+        UserText("In the background, sum up what I said about the boiler.")
+    )
+    assert goals == ["sum up the notes on the boiler"]
+    assert turn.reply.endswith(DELEGATED)
+
+
+def test_a_leading_bracketed_tag_is_not_said(stores: Stores) -> None:
+    llm = ScriptedStream("[reply] That sounds like a lovely walk.")
+    turn = plain_agent(llm, stores).respond(UserText("I walked along the canal this morning."))
+    assert turn.reply == "That sounds like a lovely walk."
+
+
+def test_a_refusal_is_asked_again_with_a_note_that_the_window_does_not_keep(
+    stores: Stores,
+) -> None:
+    llm = ScriptedStream("I'm sorry, but I can't help with that.", "Here is one: knock knock.")
+    agent = plain_agent(llm, stores)
+    turn = agent.respond(UserText("Tell me a joke about spoons."))
+    assert turn.reply == "Here is one: knock knock."
+    assert llm.calls[1][-2]["role"] == "system" and "afresh" in llm.calls[1][-2]["content"]
+    assert llm.calls[1][-1] == {"role": "user", "content": "Tell me a joke about spoons."}
+    assert not any("afresh" in m["content"] for m in agent.context.messages())
