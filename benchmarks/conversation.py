@@ -169,6 +169,8 @@ async def run_conversation(
         flags["agent.reply_design"] = design
     flags.update(extra or {})
     loaded = load_config(flags=flags, environ={}, config_file=config_file)
+    service_log = loaded.settings.log_dir / "service.log"
+    logged_before = service_log.stat().st_size if service_log.exists() else 0
     client = await ServiceClient.connect(loaded, "conversation-benchmark")
     results: list[TurnResult] = []
     watched = Watched()
@@ -205,12 +207,12 @@ async def run_conversation(
         await _until_closed(client)
     finally:
         await client.leave()
-        if logs is not None:
+        if logs is not None and service_log.exists():
             logs.mkdir(parents=True, exist_ok=True)
-            service_log = loaded.settings.log_dir / "service.log"
-            if service_log.exists():
-                target = logs / f"{profile}-{design or 'default'}-{conversation.name}.log"
-                target.write_bytes(service_log.read_bytes())
+            target = logs / f"{profile}-{design or 'default'}-{conversation.name}.log"
+            with service_log.open("rb") as logged:
+                logged.seek(logged_before)
+                target.write_bytes(logged.read())
     return results, human
 
 

@@ -61,3 +61,16 @@ def test_a_reply_opening_with_the_users_own_words_is_asked_again() -> None:
     fine = RefusalGuard(unwanted=echo_of(heard))
     assert fine.feed("Good, the boiler will be sorted.") + fine.flush() != ""
     assert echo_of("Thanks!") == ()
+
+
+def test_a_later_sentence_of_an_earlier_reply_is_dropped_but_not_the_first() -> None:
+    from assistant.agent.copies import RecentReplies
+    from assistant.agent.loops import LoopStop
+
+    earlier = RecentReplies(["Lovely news. What will you plant there next?"]).sentences()
+    loop = LoopStop(earlier)
+    shown = loop.feed("The roses sound great. What will you plant there next? ") + loop.flush()
+    assert shown == "The roses sound great. " and loop.dropped
+    first = LoopStop(earlier)
+    said = first.feed("What will you plant there next? I'd try tulips.") + first.flush()
+    assert said == "What will you plant there next? I'd try tulips."

@@ -203,15 +203,19 @@ _ABOUT_FOOD = re.compile(
 _BEARS_ON_FOOD = ("Diet:", "Allergic to:", "Health:")
 
 
+def about_food(text: str) -> bool:
+    """Whether ``text`` asks about food or drink."""
+    return _ABOUT_FOOD.search(text) is not None
+
+
 def constraints_for(text: str, block: str) -> str:
     """The human block's diet, allergy and health lines when ``text`` asks about food ("" when
     it does not, or none is known): shown next to the message, where a small model heeds
     them, rather than only at the top of the prompt."""
-    if not _ABOUT_FOOD.search(text):
+    if not about_food(text):
         return ""
     lines = [line for line in block.splitlines() if line.startswith(_BEARS_ON_FOOD)]
     if not lines:
         return ""
-    return "[what the user told you] " + " ".join(
-        line if line.endswith(".") else f"{line}." for line in lines
-    )
+    told = " ".join(line if line.endswith(".") else f"{line}." for line in lines)
+    return f"[what the user told you] {told} Suggest nothing that goes against this."

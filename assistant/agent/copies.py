@@ -43,10 +43,16 @@ class RecentReplies:
 
     def __init__(self, replies: Iterable[str] = ()) -> None:
         self._openings: deque[str] = deque(maxlen=RECENT)
+        self._replies: deque[str] = deque(maxlen=RECENT)
         for reply in replies:
             self.add(reply)
 
+    def sentences(self) -> list[str]:
+        """Every sentence of the recent replies."""
+        return [m.group(0) for reply in self._replies for m in _SENTENCE.finditer(reply)]
+
     def add(self, reply: str) -> None:
+        self._replies.append(reply)
         start = _normal(opening(reply))
         if len(start.split()) >= MIN_WORDS:
             self._openings.append(start)

@@ -6,17 +6,21 @@ condolence dozens of times in reply to a plain introduction (docs/BENCHMARKS.md,
 answer to a question about it. While the sentence being written could still turn out to be
 one already said, it is held back; one that does is dropped, so the user sees and hears each
 sentence once. The third time the same sentence comes, the reply is stopped there (the server
-stops writing it).
+stops writing it). A sentence after the first that an earlier reply said is dropped too: deep
+in a conversation the 0.5B model closed many replies with the same question.
 """
 
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Iterable
 
 SAID_AT_MOST = 2
 # Shorter sentences are let through as often as they come: "Dr." and "a.m." end like
 # sentences, and "Yes." may well be said twice.
 MIN_WORDS = 3
+# An earlier reply's sentence this long or longer is not said again after a reply's first.
+EARLIER_MIN_WORDS = 5
 _ENDS = ".!?"
 
 
@@ -28,9 +32,12 @@ class LoopStop:
     """Feed it the text of a message, piece by piece; it returns what may be shown now.
     ``looping`` once a sentence came a third time; ``dropped`` once a repeat was held back."""
 
-    def __init__(self) -> None:
+    def __init__(self, earlier: Iterable[str] = ()) -> None:
+        """``earlier``: sentences of earlier replies, not said again after the first."""
         self.looping = False
         self.dropped = False
+        self._earlier = {key for key in map(_key, earlier) if len(key.split()) >= EARLIER_MIN_WORDS}
+        self._first = True  # the sentence being written is the message's first
         self._said: Counter[str] = Counter()
         self._sentence = ""  # the sentence being written
         self._held = ""  # its part not shown yet: it could still be a repeat
@@ -61,7 +68,7 @@ class LoopStop:
             return char
         self._held += char
         opening = _key(self._sentence)
-        if any(said.startswith(opening) for said in self._said):
+        if any(said.startswith(opening) for said in self._known()):
             return ""
         self._released = True
         held, self._held = self._held, ""
@@ -76,10 +83,17 @@ class LoopStop:
             self.looping |= self._said[key] > SAID_AT_MOST
         held = self._held
         self._sentence, self._held, self._released = "", "", False
+        self._first = False
         if repeat:
             self.dropped = True
             return ""
         return held + space
 
+    def _known(self) -> Iterable[str]:
+        """The sentences the one being written may not repeat."""
+        return self._said if self._first else [*self._said, *self._earlier]
+
     def _is_repeat(self) -> bool:
-        return not self._released and self._said[_key(self._sentence)] > 0
+        key = _key(self._sentence)
+        earlier = not self._first and key in self._earlier
+        return not self._released and (self._said[key] > 0 or earlier)

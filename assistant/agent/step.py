@@ -12,9 +12,11 @@ import threading
 from collections.abc import Callable, Iterator
 from dataclasses import replace
 
+from assistant.agent.about_user import about_food
 from assistant.agent.actions import Action, ActionError
 from assistant.agent.context import ContextWindow
 from assistant.agent.copies import RecentReplies, echo_of
+from assistant.agent.diet import DietCheck, excluded_foods
 from assistant.agent.dispatch import Dispatcher
 from assistant.agent.drafting import Drafting
 from assistant.agent.grounding import GroundCheck, about_what_they_told
@@ -34,6 +36,11 @@ from assistant.llm.messages import StreamDelta
 from assistant.llm.protocols import ToolCallingLLM
 
 log = logging.getLogger(__name__)
+
+# Said before the user's message when a meal is asked for again (diet.py).
+_LEAVE_OUT = (
+    "The user does not eat {food}, as they told you: suggest something that keeps to what they eat."
+)
 
 
 class StepTaker:
@@ -71,8 +78,9 @@ class StepTaker:
         native = self.requests.native()
         separated = not turn.reply  # a second message this turn starts on a new line
         shown: list[str] = []
-        loop = LoopStop()
+        loop = LoopStop(self.replies.sentences())
         voice = Perspective(armed=False)
+        foods = excluded_foods(self._human()) if about_food(io.heard) else ()
 
         def emit(piece: str) -> None:
             nonlocal separated
@@ -103,16 +111,18 @@ class StepTaker:
             )
             ground = GroundCheck(prompt, armed=checked)
             voice = Perspective(armed=form.grounded)
+            diet = DietCheck(foods if form.note is None else ())
             try:
                 deltas = cancellable(self._ask(io, native, form), cancel)
                 for delta in deltas:
                     self.journal.first_token()
-                    show(loop.feed(guard.feed(ground.feed(streamed.feed(delta)))))
+                    show(loop.feed(diet.feed(guard.feed(ground.feed(streamed.feed(delta))))))
                     if acknowledging and self.dispatcher.speaks_for_itself(streamed.tool_named):
                         acknowledging = False
                         if not (turn.ahead or turn.reply or shown):
                             self.dispatcher.acknowledge(turn, on_text)
-                    if cancel.is_set() or guard.refused or loop.looping or ground.invented:
+                    stop = guard.refused or loop.looping or ground.invented or diet.named
+                    if cancel.is_set() or stop:
                         break
                 deltas.close()  # a refusal or a loop: the server stops writing it
                 if loop.looping:
@@ -127,7 +137,7 @@ class StepTaker:
                     form = replace(form, willing=True)
                     attempt -= 1
                     continue
-                show(loop.feed(guard.feed(ground.flush())))
+                show(loop.feed(diet.feed(guard.feed(ground.flush()))))
                 if ground.invented and not ground.cut:
                     log.warning(
                         "the answer said what it was not told %s; asking again", ground.invented
@@ -135,7 +145,13 @@ class StepTaker:
                     form = replace(form, admitting=True)
                     attempt -= 1
                     continue
-                show(loop.feed(guard.flush()))
+                show(loop.feed(diet.feed(guard.flush())))
+                show(loop.feed(diet.flush()))
+                if diet.named is not None:
+                    log.warning("the meal named %s, which the user does not eat", diet.named)
+                    form = replace(form, note=_LEAVE_OUT.format(food=diet.named))
+                    attempt -= 1
+                    continue
                 show(loop.flush())
                 emit(voice.flush())
                 break
@@ -160,7 +176,7 @@ class StepTaker:
             self._failed(turn, "the LLM gave no usable reply")
             return None
         said, outcome = streamed.finish(self.dispatcher.tools)
-        cut = loop.dropped or ground.cut or voice.changed
+        cut = loop.dropped or ground.cut or voice.changed or bool(foods and shown)
         if cut and isinstance(outcome, Action) and outcome.tool == "send_message":
             # What is kept is what the user saw: a repeat left in the history invites more.
             message = SendMessage(message="".join(shown).strip())
@@ -178,6 +194,11 @@ class StepTaker:
         io.on_stage("prompt_sent")
         speculation = self.drafting.taken_over(request)
         yield from speculation.take() if speculation is not None else ask()
+
+    def _human(self) -> str:
+        """The core memory's human block (what the user told of themselves)."""
+        block = self.context.core.blocks.get("human")
+        return block.value if block is not None else ""
 
     def _prompt_text(self) -> str:
         """All the prompt says (what an answer may take its facts from)."""

@@ -48,6 +48,9 @@ class ReplyForm:
     speak: bool = False
     # A pattern the message is held to (what a heartbeat's message opens with).
     opening: str | None = None
+    # Said to the model just before the message it answers, for this step only (what to leave
+    # out of a meal asked for again: diet.py).
+    note: str | None = None
 
 
 def form_for(text: str, tools: Mapping[str, Tool]) -> ReplyForm:
@@ -127,6 +130,8 @@ class StepRequests:
         or (no ``native``) held to the action schema, its text as content."""
         max_tokens = self.max_tokens
         temperature = self.temperature
+        if form.note:
+            messages = _noted(messages, form.note)
         if self.plain(form, native):
             return self._plain_request(messages, form)
         only = form.only
@@ -174,8 +179,7 @@ class StepRequests:
         as the last message, the 0.5B model wrote the note back as its reply."""
         note = _PLAIN_NOTES["admitting" if form.admitting else "willing" if form.willing else ""]
         if note:
-            *before, last = messages
-            messages = [*before, {"role": "system", "content": note}, last]
+            messages = _noted(messages, note)
         max_tokens, temperature = self.max_tokens, self.temperature
 
         def text() -> Iterator[StreamDelta]:
@@ -204,3 +208,9 @@ _PLAIN_NOTES = {
     "willing": "Reply to the user's last message afresh, in words of your own: do what it asks, "
     "and speak to them as you.",
 }
+
+
+def _noted(messages: list[Message], note: str) -> list[Message]:
+    """``messages`` with ``note`` said just before the last (the one the reply answers)."""
+    *before, last = messages
+    return [*before, {"role": "system", "content": note}, last]

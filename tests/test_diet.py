@@ -1,0 +1,58 @@
+"""A meal suggested to the user keeps to what they told of their diet (assistant/agent/diet.py)."""
+
+from __future__ import annotations
+
+import pytest
+
+from assistant.agent.diet import DietCheck, excluded_foods, named_food
+from assistant.agent.events import UserText
+from assistant.agent.tools import Stores
+from tests.agent_helpers import ScriptedStream, say
+from tests.test_agent import make_agent
+
+
+def test_a_diet_leaves_out_its_family_of_foods() -> None:
+    foods = excluded_foods("Name: Ilse\nDiet: vegetarian\nAllergic to: sesame seeds")
+    assert {"chicken", "salmon", "sesame", "seed"} <= set(foods)
+    assert "cheese" not in foods
+    assert "cheese" in excluded_foods("Diet: vegan")
+
+
+def test_a_fish_eater_may_have_fish() -> None:
+    foods = excluded_foods("Diet: no meat; eats fish")
+    assert "lamb" in foods and "salmon" not in foods
+
+
+@pytest.mark.parametrize(
+    ("sentence", "named"),
+    [
+        ("How about roast chicken with potatoes?", "chicken"),
+        ("Try a lentil curry with rice.", None),
+        ("A vegan cheese toastie would work.", None),
+        ("Make it without ham this time.", None),
+        ("Grilled prawns are quick.", "prawn"),
+    ],
+)
+def test_a_sentence_names_an_excluded_food(sentence: str, named: str | None) -> None:
+    assert named_food(sentence, excluded_foods("Diet: vegetarian")) == named
+
+
+def test_sentences_are_shown_until_one_names_an_excluded_food() -> None:
+    check = DietCheck(excluded_foods("Diet: vegetarian"))
+    shown = (
+        check.feed("Here is an idea. ")
+        + check.feed("Fry some bacon with eggs. Then")
+        + check.flush()
+    )
+    assert shown == "Here is an idea. " and check.named == "bacon"
+
+
+def test_a_meal_naming_what_the_user_does_not_eat_is_asked_again(stores: Stores) -> None:
+    llm = ScriptedStream(
+        say("Noted."), say("Try a chicken stir-fry tonight."), say("Try a tofu stir-fry tonight.")
+    )
+    agent = make_agent(llm, stores)
+    agent.respond(UserText("I'm vegetarian."))
+    turn = agent.respond(UserText("What should I cook for dinner?"))
+    assert turn.reply == "Try a tofu stir-fry tonight."
+    assert "does not eat chicken" in llm.calls[2][-2]["content"]
