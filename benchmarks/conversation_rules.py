@@ -12,6 +12,7 @@ by the benchmark, not here).
 
 from __future__ import annotations
 
+import calendar
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -95,30 +96,13 @@ _ANY_CAPITAL = {
     "i",
     "brain",
     "os",
-    "monday",
-    "tuesday",
-    "wednesday",
-    "thursday",
-    "friday",
-    "saturday",
-    "sunday",
-    "january",
-    "february",
-    "march",
-    "april",
-    "may",
-    "june",
-    "july",
-    "august",
-    "september",
-    "october",
-    "november",
-    "december",
     "am",
     "pm",
     "ok",
     "okay",
     "english",
+    *(name.lower() for name in calendar.day_name),
+    *(name.lower() for name in calendar.month_name if name),
 }
 
 
