@@ -55,6 +55,8 @@ class ScriptedStream:
         self.calls: list[list[dict[str, str]]] = []
         # The JSON schema each call was held to.
         self.schemas: list[dict[str, Any] | None] = []
+        # The GBNF grammar each call was held to.
+        self.grammars: list[str | None] = []
         self.summaries: list[list[dict[str, str]]] = []
 
     def stream(
@@ -64,8 +66,10 @@ class ScriptedStream:
         max_tokens: int | None = None,
         temperature: float | None = None,
         schema: dict[str, Any] | None = None,
+        grammar: str | None = None,
     ) -> Iterator[str]:
         self.schemas.append(schema)
+        self.grammars.append(grammar)
         text = self._next(messages)
         if not isinstance(text, str):
             raise TypeError("a native reply was asked for as a JSON action")

@@ -67,7 +67,7 @@ def test_lines_the_user_wrote_are_kept() -> None:
 def test_a_food_request_is_shown_the_diet_and_allergies() -> None:
     block = "Name: Ilse\nDiet: vegan\nAllergic to: sesame\nCat: Mango"
     shown = constraints_for("What could I cook for dinner?", block)
-    assert shown.startswith("[what the user told you] Diet: vegan. Allergic to: sesame.")
+    assert shown.startswith("Keep to what the user told you: Diet: vegan. Allergic to: sesame.")
     assert constraints_for("What time is it in Lima?", block) == ""
     assert constraints_for("Any dinner ideas?", "Name: Ilse") == ""
 

@@ -84,13 +84,12 @@ def test_a_leading_bracketed_tag_is_not_said(stores: Stores) -> None:
     assert turn.reply == "That sounds like a lovely walk."
 
 
-def test_a_refusal_is_asked_again_with_a_note_that_the_window_does_not_keep(
-    stores: Stores,
-) -> None:
+def test_a_refusal_is_asked_again_held_by_a_grammar_to_open_willingly(stores: Stores) -> None:
     llm = ScriptedStream("I'm sorry, but I can't help with that.", "Here is one: knock knock.")
     agent = plain_agent(llm, stores)
     turn = agent.respond(UserText("Tell me a joke about spoons."))
     assert turn.reply == "Here is one: knock knock."
-    assert llm.calls[1][-2]["role"] == "system" and "afresh" in llm.calls[1][-2]["content"]
+    assert llm.grammars[0] is None
+    grammar = llm.grammars[1]
+    assert grammar is not None and grammar.startswith("root ::= (") and '"Here"' in grammar
     assert llm.calls[1][-1] == {"role": "user", "content": "Tell me a joke about spoons."}
-    assert not any("afresh" in m["content"] for m in agent.context.messages())

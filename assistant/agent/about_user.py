@@ -218,4 +218,4 @@ def constraints_for(text: str, block: str) -> str:
     if not lines:
         return ""
     told = " ".join(line if line.endswith(".") else f"{line}." for line in lines)
-    return f"[what the user told you] {told} Suggest nothing that goes against this."
+    return f"Keep to what the user told you: {told} Suggest nothing that goes against it."

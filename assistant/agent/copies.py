@@ -16,6 +16,8 @@ from collections.abc import Iterable
 
 # Shorter openings ("Okay.", "Got it!") are fine to say again.
 MIN_WORDS = 4
+# A whole reply this long or longer may not be said again (one word, "Okay.", may).
+SHORT_WORDS = 2
 # How many recent replies are remembered.
 RECENT = 12
 
@@ -54,7 +56,9 @@ class RecentReplies:
     def add(self, reply: str) -> None:
         self._replies.append(reply)
         start = _normal(opening(reply))
-        if len(start.split()) >= MIN_WORDS:
+        # A short reply said again whole is a copy too: the 0.5B model answered news after
+        # news with the same two-word goodbye.
+        if len(start.split()) >= MIN_WORDS or len(_normal(reply).split()) >= SHORT_WORDS:
             self._openings.append(start)
 
     def openings(self) -> tuple[str, ...]:

@@ -7,7 +7,7 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 
 from assistant.agent.naming import named_in_news, saying
-from assistant.agent.refusal import WILLING_PATTERN
+from assistant.agent.refusal import WILLING_OPENINGS, WILLING_PATTERN
 from assistant.agent.routing import asks_about_their_life, first_tool
 from assistant.agent.speculation import Request
 from assistant.agent.tools import (
@@ -174,19 +174,21 @@ class StepRequests:
         return Request.of(messages, **options), text
 
     def _plain_request(self, messages: list[Message], form: ReplyForm) -> tuple[Request, Ask]:
-        """A message asked for as plain text; asked again after a check, with a note of what
-        to do differently just before the message it answers (the window keeps no such note):
-        as the last message, the 0.5B model wrote the note back as its reply."""
-        note = _PLAIN_NOTES["admitting" if form.admitting else "willing" if form.willing else ""]
-        if note:
-            messages = _noted(messages, note)
+        """A message asked for as plain text; asked again after a check, held by a grammar to
+        open as the check wants (a willing word, or "I don't know"), as the JSON designs' are
+        by their schema: told in a note instead, the 0.5B model said the same again, or said
+        the note."""
+        grammar = _ADMITTING if form.admitting else _WILLING if form.willing else None
         max_tokens, temperature = self.max_tokens, self.temperature
 
         def text() -> Iterator[StreamDelta]:
-            for chunk in self.llm.stream(messages, max_tokens=max_tokens, temperature=temperature):
+            for chunk in self.llm.stream(
+                messages, max_tokens=max_tokens, temperature=temperature, grammar=grammar
+            ):
                 yield TextDelta(chunk)
 
-        return Request.of(messages, max_tokens=max_tokens, temperature=temperature), text
+        options = {"max_tokens": max_tokens, "temperature": temperature, "grammar": grammar}
+        return Request.of(messages, **options), text
 
     def _naming(self, name: str, only: str | None, willing: bool) -> JsonSchema:
         """The action schema of a step whose message says ``name`` (held to open willingly
@@ -199,15 +201,16 @@ class StepRequests:
         return action_schema(tools, opening=saying(name, WILLING_PATTERN if willing else None))
 
 
-# Said to a plain reply asked again after a check stopped the first (step.py): one that made up
-# what it was not told, or opened by refusing, with undue sympathy or as an earlier reply did.
-_PLAIN_NOTES = {
-    "": "",
-    "admitting": "What you were shown does not say that: tell the user you don't know, and ask "
-    "them.",
-    "willing": "Reply to the user's last message afresh, in words of your own: do what it asks, "
-    "and speak to them as you.",
-}
+# A plain reply asked again after a check (step.py) opens so: willingly, after one that opened
+# by refusing, with undue sympathy, as an earlier reply or with the user's own words; with "I
+# don't know", after one that said what it was not told.
+def _gbnf_opening(*openings: str) -> str:
+    words = " | ".join(f'"{opening}"' for opening in openings)
+    return f"root ::= ({words}) rest\nrest ::= [^\\x00]*\n"
+
+
+_WILLING = _gbnf_opening(*WILLING_OPENINGS)
+_ADMITTING = _gbnf_opening("I don't know")
 
 
 def _noted(messages: list[Message], note: str) -> list[Message]:

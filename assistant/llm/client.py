@@ -190,10 +190,13 @@ class LLMClient:
         max_tokens: int | None = None,
         temperature: float | None = None,
         schema: JsonSchema | None = None,
+        grammar: str | None = None,
     ) -> Iterator[str]:
-        """The reply, piece by piece, as the model writes it (held to ``schema`` if given)."""
+        """The reply, piece by piece, as the model writes it (held to ``schema`` if given; to
+        the GBNF ``grammar`` where the server is the local llama-server, which takes one)."""
         for delta in self._deltas(
             messages,
+            grammar=grammar,
             max_tokens=max_tokens,
             temperature=temperature,
             response_format=self._response_format(schema) if schema is not None else None,
@@ -236,13 +239,16 @@ class LLMClient:
         except openai.APIError as error:
             raise self._describe(error) from None
 
-    def _deltas(self, messages: Sequence[TextMessage], **options: Any) -> Iterator[Any]:
+    def _deltas(
+        self, messages: Sequence[TextMessage], grammar: str | None = None, **options: Any
+    ) -> Iterator[Any]:
         """The streamed reply's deltas (the first choice's), failures described."""
         self.last_reading = None
         if self.endpoint.is_local:
             # llama-server then reports its prompt reading in every chunk, not only the last,
             # so a reply the agent closes early (a loop, an ungrounded sentence) is measured too.
-            options["extra_body"] = {"timings_per_token": True, **self._sampling()}
+            extra = {"timings_per_token": True, **self._sampling()}
+            options["extra_body"] = {**extra, "grammar": grammar} if grammar else extra
         chunks = self._create(messages, stream=True, **options)
         try:
             for chunk in chunks:
@@ -259,12 +265,11 @@ class LLMClient:
         if not self.no_repeat:
             return {}
         # A run of up to DRY_ALLOWED tokens (a name, "lives in") is free to repeat; the penalty
-        # grows with each token past it, over the whole prompt.
+        # grows with each token past it (the server's default: over the whole prompt).
         return {
             "dry_multiplier": self.no_repeat,
             "dry_base": 1.75,
             "dry_allowed_length": DRY_ALLOWED,
-            "dry_penalty_last_n": -1,
         }
 
     def _response_format(self, schema: JsonSchema) -> dict[str, Any]:

@@ -21,8 +21,8 @@ class CountsTokens(Protocol):
 
 
 class AgentLLM(Protocol):
-    """What the master agent talks with: a reply streamed (held to ``schema`` if given), or
-    one whole."""
+    """What the master agent talks with: a reply streamed (held to ``schema`` or a GBNF
+    ``grammar`` if given), or one whole."""
 
     def stream(
         self,
@@ -31,6 +31,7 @@ class AgentLLM(Protocol):
         max_tokens: int | None = None,
         temperature: float | None = None,
         schema: JsonSchema | None = None,
+        grammar: str | None = None,
     ) -> Iterator[str]: ...
 
     def complete(
