@@ -38,7 +38,7 @@ from memory.stream import MemoryConfig, MemoryStream
 RESUMED_MESSAGES = 12
 CONTEXT_FILE = "context.json"
 # The design the conversation benchmark measured best for each profile's model (docs/REPLIES.md).
-DEFAULT_REPLY_DESIGN = {"fast": "json_action", "quality": "json_action"}
+DEFAULT_REPLY_DESIGN = {"fast": "plain", "quality": "plain"}
 
 
 def open_stores(
