@@ -124,9 +124,15 @@ def open_agent(
 
 
 def reply_design(settings: Settings) -> str:
-    """The reply design the agent uses where its endpoint has no native tool calls; a native
-    endpoint keeps MemGPT's function chaining whatever this says (step_request.py)."""
+    """The reply design the agent uses. An endpoint with native tool calls (another server's,
+    unless told otherwise) keeps MemGPT's function chaining and the full instructions, whatever
+    this setting says; the local server's model gets the design set, or by default the one
+    measured best for the profile."""
+    llm = settings.llm
+    native = llm.tool_calling == "native" or (llm.tool_calling == "auto" and bool(llm.base_url))
     design = settings.agent.reply_design
+    if native:
+        return "json_action"
     if design == "auto":
         return DEFAULT_REPLY_DESIGN.get(settings.profile, "json_action")
     return design
