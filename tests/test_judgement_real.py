@@ -20,7 +20,10 @@ from memory.embedder import OnnxSentenceEmbedder
 pytestmark = pytest.mark.slow
 
 PROBES = {probe.name: probe for probe in REPLY_PROBES}
-CHOSEN = ("ana job", "capital", "promotion", "dentist call", "thanks", "greta piano")
+# The probes no longer choose the design (the conversation benchmark does, docs/BENCHMARKS.md):
+# in the plain design no grammar holds the reply to congratulate or to say a person's name,
+# and the 0.5B model's most likely reply to good news or to news of someone does neither.
+CHOSEN = ("ana job", "capital", "dentist call", "thanks")
 
 
 @pytest.fixture(scope="module")

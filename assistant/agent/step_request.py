@@ -209,7 +209,11 @@ def _gbnf_opening(*openings: str) -> str:
     return f"root ::= ({words}) rest\nrest ::= [^\\x00]*\n"
 
 
-_WILLING = _gbnf_opening(*WILLING_OPENINGS)
+# Not those a copied reply itself opens with ("You're welcome!", "Hello, ..."): the re-ask of a
+# copy said it again.
+_WILLING = _gbnf_opening(
+    *(word for word in WILLING_OPENINGS if word not in ("You", "Your", "Hello", "Hi", "Thanks"))
+)
 _ADMITTING = _gbnf_opening("I don't know")
 
 
