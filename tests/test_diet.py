@@ -56,3 +56,9 @@ def test_a_meal_naming_what_the_user_does_not_eat_is_asked_again(stores: Stores)
     turn = agent.respond(UserText("What should I cook for dinner?"))
     assert turn.reply == "Try a tofu stir-fry tonight."
     assert "does not eat chicken" in llm.calls[2][-2]["content"]
+
+
+def test_asked_again_a_sentence_naming_an_excluded_food_is_left_out() -> None:
+    check = DietCheck(excluded_foods("Diet: vegan"), dropping=True)
+    shown = check.feed("Try a bean chilli. Or a chicken breast. Or dal. ") + check.flush()
+    assert shown == "Try a bean chilli. Or dal. " and check.dropped and check.named is None

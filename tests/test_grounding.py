@@ -95,3 +95,11 @@ def test_general_knowledge_about_a_name_is_not_checked() -> None:
         "When is Ana's birthday?", "User: my sister Ana\nWhen is Ana's birthday?"
     )
     assert about_what_they_told("What's my dentist's name?", "What's my dentist's name?")
+
+
+def test_a_templates_blank_stands_for_what_it_did_not_know() -> None:
+    from assistant.agent.grounding import invented
+
+    assert invented("You work at [insert company name].", {"you", "work", "at"}) == [
+        "[insert company name]"
+    ]

@@ -248,11 +248,14 @@ def named_food(sentence: str, foods: Iterable[str]) -> str | None:
 
 class DietCheck:
     """Feed it a reply's text as it streams; it shows whole sentences that name no excluded
-    food. ``named``: the food the first one that did named (the reply is then asked again)."""
+    food. ``named``: the food the first one that did named (the reply is then asked again);
+    ``dropping`` (the reply asked again): such a sentence is left out and the rest shown."""
 
-    def __init__(self, foods: Iterable[str]) -> None:
+    def __init__(self, foods: Iterable[str], dropping: bool = False) -> None:
         self.foods = tuple(foods)
+        self.dropping = dropping
         self.named: str | None = None
+        self.dropped = False
         self._held = ""
 
     def feed(self, piece: str) -> str:
@@ -262,17 +265,23 @@ class DietCheck:
         out = ""
         while (end := _SENTENCE_END.search(self._held)) is not None:
             sentence, self._held = self._held[: end.end()], self._held[end.end() :]
-            if (food := named_food(sentence, self.foods)) is not None:
-                self.named = food
+            out += self._checked(sentence)
+            if self.named is not None:
                 return out
-            out += sentence
         return out
 
     def flush(self) -> str:
         if not self.foods or self.named is not None:
             return ""
         held, self._held = self._held, ""
-        if (food := named_food(held, self.foods)) is not None:
+        return self._checked(held)
+
+    def _checked(self, sentence: str) -> str:
+        food = named_food(sentence, self.foods)
+        if food is None:
+            return sentence
+        if self.dropping:
+            self.dropped = True
+        else:
             self.named = food
-            return ""
-        return held
+        return ""

@@ -27,6 +27,9 @@ _TITLES = ("Dr.", "Mr.", "Mrs.", "Ms.", "Prof.", "St.")
 # A number (a time, a date, an age: "10:00", "26th", "31") or a capitalised word.
 _FACT = re.compile(r"\d[\d:.,/]*(?:st|nd|rd|th)?|[A-Z][a-z]+(?:['\u2019-][A-Za-z]+)*")
 _WORD = re.compile(r"[\w'\u2019-]+")
+# A template's blank in place of a fact: asked something it was not told, the 1.5B model
+# answered "You work at [insert company name]."
+_BLANK = re.compile(r"\[[^\]\n]{1,60}\]")
 
 
 def about_what_they_told(question: str, prompt: str) -> bool:
@@ -49,8 +52,9 @@ def _words(text: str) -> set[str]:
 
 def invented(sentence: str, known: set[str]) -> list[str]:
     """The facts of ``sentence`` (its names past the first word, its numbers) that are not
-    among the ``known`` words (lower-case)."""
-    found = []
+    among the ``known`` words (lower-case); a template's blank ("[insert name]") stands for
+    one it did not know."""
+    found = _BLANK.findall(sentence)
     for match in _FACT.finditer(sentence):
         fact = match.group(0).rstrip(".,")
         before = sentence[: match.start()].rstrip(" \"'")

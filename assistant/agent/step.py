@@ -111,7 +111,7 @@ class StepTaker:
             )
             ground = GroundCheck(prompt, armed=checked)
             voice = Perspective(armed=form.grounded)
-            diet = DietCheck(foods if form.note is None else ())
+            diet = DietCheck(foods, dropping=form.note is not None)
             try:
                 deltas = cancellable(self._ask(io, native, form), cancel)
                 for delta in deltas:
@@ -176,7 +176,7 @@ class StepTaker:
             self._failed(turn, "the LLM gave no usable reply")
             return None
         said, outcome = streamed.finish(self.dispatcher.tools)
-        cut = loop.dropped or ground.cut or voice.changed or bool(foods and shown)
+        cut = loop.dropped or ground.cut or voice.changed or diet.dropped or bool(foods and shown)
         if cut and isinstance(outcome, Action) and outcome.tool == "send_message":
             # What is kept is what the user saw: a repeat left in the history invites more.
             message = SendMessage(message="".join(shown).strip())
