@@ -66,14 +66,14 @@ def _examples(tools: Sequence[Tool]) -> str:
         '{"message": "Noted! Good luck at the dentist."}',
         "User: I got into the master's programme!",
         '{"message": "Congratulations! That\'s wonderful news."}',
-        "User: My grandfather passed away last night.",
-        '{"message": "I\'m so sorry about your grandfather."}',
-        "User: My friend Sara just started a new job as a chef.",
-        '{"message": "Good for Sara! A chef, how exciting."}',
+        "User: Our old farrier Casimir died on Sunday.",
+        '{"message": "I\'m so sorry about Casimir."}',
+        "User: My friend Wilhelmina just started keeping bees.",
+        '{"message": "Good for Wilhelmina! Bees, what a lovely hobby."}',
         "User: What's my sister's phone number?",
         '{"message": "I don\'t know, you haven\'t told me. What is it?"}',
-        "User: My friend Sara just moved to Leeds.",
-        '{"message": "Sara in Leeds, nice! I\'ll remember that."}',
+        "User: My friend Wilhelmina just moved to Tampere.",
+        '{"message": "Wilhelmina in Tampere, nice! I\'ll remember that."}',
     ]
     if any(tool.name == "set_reminder" for tool in tools):
         lines += [
