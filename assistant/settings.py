@@ -10,7 +10,7 @@ import json
 import os
 from datetime import time
 from pathlib import Path
-from typing import Literal
+from typing import Literal, get_args
 
 import platformdirs
 from pydantic import BaseModel, ConfigDict, Field, field_validator
@@ -28,6 +28,8 @@ ToolCalling = Literal["auto", "native", "json_action"]
 # its own chat template, tools chosen by code; a schema-held ``json_action`` each step with the
 # full instructions; ``short_json``, the same with short instructions and no examples.
 ReplyDesign = Literal["auto", "plain", "json_action", "short_json"]
+# The checks a reply passes through (assistant/agent/checks/pipeline.py keeps their order).
+ReplyCheck = Literal["grounding", "opening", "diet", "loops", "perspective"]
 VoiceMode = Literal["always", "push_to_talk", "muted"]
 SpeakReplies = Literal["spoken", "always", "never"]
 LocalServer = Literal["llama-server", "llama-cpp-python"]
@@ -276,6 +278,21 @@ class AgentSettings(Section):
         description="How much the knowledge graph's search adds to a memory's relevance when "
         "memories are retrieved for a turn (0: the graph is not used there).",
     )
+    reply_checks: list[ReplyCheck] = Field(
+        default_factory=lambda: list(get_args(ReplyCheck)),
+        description="The checks each reply passes through as it streams (docs/REPLIES.md); "
+        "comma-separated in a flag or the environment. Leave all on: each is there for a "
+        "failure the small models show.",
+    )
+
+    @field_validator("reply_checks", mode="before")
+    @classmethod
+    def _checks_from_text(cls, value: object) -> object:
+        return (
+            [name.strip() for name in value.split(",") if name.strip()]
+            if isinstance(value, str)
+            else value
+        )
 
 
 class McpServerSettings(Section):

@@ -31,8 +31,8 @@ def repeated_share(pairs: Sequence[tuple[str, str]]) -> str:
 
 def copied_share(replies: Sequence[str]) -> str:
     """How many replies open as an earlier one of the run did (its first sentences, four words
-    at least: the agent's own test, assistant/agent/copies.py), as "k/n"."""
-    from assistant.agent.copies import MIN_WORDS, opening
+    at least: the agent's own test, assistant/agent/checks/recent.py), as "k/n"."""
+    from assistant.agent.checks.recent import MIN_WORDS, opening
 
     seen: set[str] = set()
     copied = 0

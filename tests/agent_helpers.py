@@ -57,6 +57,8 @@ class ScriptedStream:
         self.schemas: list[dict[str, Any] | None] = []
         # The GBNF grammar each call was held to.
         self.grammars: list[str | None] = []
+        # The DRY strength each call asked for (None: the client's own).
+        self.no_repeats: list[float | None] = []
         self.summaries: list[list[dict[str, str]]] = []
 
     def stream(
@@ -67,9 +69,11 @@ class ScriptedStream:
         temperature: float | None = None,
         schema: dict[str, Any] | None = None,
         grammar: str | None = None,
+        no_repeat: float | None = None,
     ) -> Iterator[str]:
         self.schemas.append(schema)
         self.grammars.append(grammar)
+        self.no_repeats.append(no_repeat)
         text = self._next(messages)
         if not isinstance(text, str):
             raise TypeError("a native reply was asked for as a JSON action")

@@ -214,12 +214,9 @@ def test_the_loop_survives_every_malformed_output(
         for step in turn.steps
         if step.arguments.get("message") != FALLBACK_MESSAGE
     )
-    # A message that repeats an earlier reply is held back and asked for again (copies.py):
-    # its output is neither a step nor an error.
-    asked_again = sum(
-        "opened with a refusal, undue sympathy or an old reply" in record.getMessage()
-        for record in caplog.records
-    )
+    # A message a reply check held back and asked for again (an earlier reply repeated:
+    # checks/opening.py): its output is neither a step nor an error.
+    asked_again = sum("check, reask:" in record.getMessage() for record in caplog.records)
     assert errors + steps + asked_again == len(outputs) + 1
     # A reply that stops inside its message (the token cap) was shown: it counts as said.
     cut = sum(1 for output in outputs if cut_inside_its_message(output))

@@ -197,7 +197,8 @@ def test_a_conversation_only_ever_appends_to_the_prompt(stores: Stores) -> None:
 
 def test_retrieved_memories_stay_and_are_not_shown_again_while_in_view(stores: Stores) -> None:
     beatrix = stores.stream.add("User: My sister Beatrix lives in Porto.", importance=7)
-    chat = open_conversation(ScriptedStream(say("In Porto.")), stores)
+    replies = ("In Porto.", "Yes, she still does.", "She lives in Porto.")
+    chat = open_conversation(ScriptedStream(*map(say, replies)), stores)
     chat.respond(UserText("Where does my sister live?"))
     first = chat.llm.prompts[0]
     assert first[-2]["content"].startswith(RELEVANT) and "Beatrix" in first[-2]["content"]

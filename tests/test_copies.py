@@ -1,14 +1,14 @@
-"""A reply never opens by copying an earlier one (agent/copies.py): held back like a refusal
-and asked for once more."""
+"""A reply never opens by copying an earlier one (agent/checks/opening.py, recent.py): held
+back like a refusal and asked for once more."""
 
 from __future__ import annotations
 
 from assistant.agent.agent import Agent
+from assistant.agent.checks.opening import OpeningGuard
+from assistant.agent.checks.recent import RECENT, RecentReplies, opening
 from assistant.agent.context import ContextConfig, ContextWindow
-from assistant.agent.copies import RECENT, RecentReplies, opening
 from assistant.agent.events import UserText
 from assistant.agent.instructions import instructions
-from assistant.agent.refusal import RefusalGuard
 from assistant.agent.tools import Stores
 from assistant.agent.turn import AgentConfig
 from tests.agent_helpers import ScriptedStream, say
@@ -30,9 +30,9 @@ def test_the_first_sentences_of_a_reply_are_its_opening() -> None:
 
 def test_the_guard_holds_a_copy_and_lets_a_new_reply_through_once_it_parts() -> None:
     openings = RecentReplies([LEEDS]).openings()
-    guard = RefusalGuard(unwanted=openings)
+    guard = OpeningGuard(unwanted=openings)
     assert guard.feed("Good for you, Leeds is a great city!") == "" and guard.refused
-    guard = RefusalGuard(unwanted=openings)
+    guard = OpeningGuard(unwanted=openings)
     assert guard.feed("Good for you") == ""
     assert guard.feed(", Sam!") == "Good for you, Sam!", "released the moment it parts"
 
@@ -51,21 +51,20 @@ def test_a_reply_copying_an_earlier_one_is_asked_again(stores: Stores) -> None:
 
 
 def test_a_reply_opening_with_the_users_own_words_is_asked_again() -> None:
-    from assistant.agent.copies import echo_of
-    from assistant.agent.refusal import RefusalGuard
+    from assistant.agent.checks.opening import OpeningGuard, echo_of
 
     heard = "The boiler man is coming on Thursday morning."
-    guard = RefusalGuard(unwanted=echo_of(heard))
+    guard = OpeningGuard(unwanted=echo_of(heard))
     assert guard.feed("The boiler man is coming on Thursday morning.") == ""
     assert guard.refused
-    fine = RefusalGuard(unwanted=echo_of(heard))
+    fine = OpeningGuard(unwanted=echo_of(heard))
     assert fine.feed("Good, the boiler will be sorted.") + fine.flush() != ""
     assert echo_of("Thanks!") == ()
 
 
 def test_a_later_sentence_of_an_earlier_reply_is_dropped_but_not_the_first() -> None:
-    from assistant.agent.copies import RecentReplies
-    from assistant.agent.loops import LoopStop
+    from assistant.agent.checks.loops import LoopStop
+    from assistant.agent.checks.recent import RecentReplies
 
     earlier = RecentReplies(["Lovely news. What will you plant there next?"]).sentences()
     loop = LoopStop(earlier)
@@ -77,7 +76,7 @@ def test_a_later_sentence_of_an_earlier_reply_is_dropped_but_not_the_first() -> 
 
 
 def test_a_short_reply_is_not_said_again_whole_but_one_word_may_be() -> None:
-    from assistant.agent.copies import RecentReplies
+    from assistant.agent.checks.recent import RecentReplies
 
     replies = RecentReplies(["See you, Ilse.", "Okay."])
     assert "see you, ilse." in replies.openings()

@@ -1,10 +1,11 @@
-"""A meal suggested to the user keeps to what they told of their diet (assistant/agent/diet.py)."""
+"""A meal suggested to the user keeps to what they told of their diet
+(assistant/agent/checks/diet.py)."""
 
 from __future__ import annotations
 
 import pytest
 
-from assistant.agent.diet import DietCheck, excluded_foods, named_food
+from assistant.agent.checks.diet import DietCheck, excluded_foods, named_food
 from assistant.agent.events import UserText
 from assistant.agent.tools import Stores
 from tests.agent_helpers import ScriptedStream, say

@@ -1,13 +1,13 @@
-"""An answer about the user's life says nothing it was not told (agent/grounding.py)."""
+"""An answer about the user's life says nothing it was not told (agent/checks/grounding.py)."""
 
 from __future__ import annotations
 
 import json
 
 from assistant.agent.agent import Agent
+from assistant.agent.checks.grounding import HOLD_WORDS, GroundCheck, about_what_they_told, invented
 from assistant.agent.context import ContextConfig, ContextWindow
 from assistant.agent.events import UserText
-from assistant.agent.grounding import HOLD_WORDS, GroundCheck, about_what_they_told, invented
 from assistant.agent.instructions import instructions
 from assistant.agent.tools import UNKNOWN_PATTERN, Stores
 from assistant.agent.turn import AgentConfig
@@ -98,7 +98,7 @@ def test_general_knowledge_about_a_name_is_not_checked() -> None:
 
 
 def test_a_templates_blank_stands_for_what_it_did_not_know() -> None:
-    from assistant.agent.grounding import invented
+    from assistant.agent.checks.grounding import invented
 
     assert invented("You work at [insert company name].", {"you", "work", "at"}) == [
         "[insert company name]"

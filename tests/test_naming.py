@@ -9,11 +9,11 @@ import re
 import pytest
 
 from assistant.agent.agent import Agent
+from assistant.agent.checks.opening import WILLING_PATTERN
 from assistant.agent.context import ContextConfig, ContextWindow
 from assistant.agent.events import UserText
 from assistant.agent.instructions import instructions
 from assistant.agent.naming import named_in_news, saying
-from assistant.agent.refusal import WILLING_PATTERN
 from assistant.agent.tools import COMPOSED_PATTERN, Stores
 from assistant.agent.turn import AgentConfig
 from assistant.llm.client import LLMClient

@@ -1,11 +1,12 @@
-"""An answer about the user said to them, not in their voice (assistant/agent/perspective.py)."""
+"""An answer about the user said to them, not in their voice
+(assistant/agent/checks/perspective.py)."""
 
 from __future__ import annotations
 
 import pytest
 
+from assistant.agent.checks.perspective import Perspective
 from assistant.agent.events import UserText
-from assistant.agent.perspective import Perspective
 from assistant.agent.tools import Stores
 from tests.agent_helpers import ScriptedStream, say
 from tests.test_agent import make_agent

@@ -1,5 +1,5 @@
-"""A reply that opens by refusing is held back and asked for once more (agent/refusal.py); one
-that goes round in a loop is stopped (agent/loops.py)."""
+"""A reply that opens by refusing is held back and asked for once more
+(agent/checks/opening.py); one that goes round in a loop is stopped (agent/checks/loops.py)."""
 
 from __future__ import annotations
 
@@ -11,11 +11,11 @@ from collections.abc import Iterator
 import pytest
 
 from assistant.agent.agent import Agent
+from assistant.agent.checks.loops import LoopStop
+from assistant.agent.checks.opening import WILLING_PATTERN, OpeningGuard
 from assistant.agent.context import ContextConfig, ContextWindow
 from assistant.agent.events import UserText
 from assistant.agent.instructions import instructions
-from assistant.agent.loops import LoopStop
-from assistant.agent.refusal import WILLING_PATTERN, RefusalGuard
 from assistant.agent.tools import Stores
 from assistant.agent.turn import AgentConfig
 from assistant.llm.cancellable import cancellable
@@ -25,29 +25,29 @@ REFUSAL = "I'm sorry, but I can't assist with that."
 STORY = "Once upon a time, a keeper named Ada kept the light on Gull Rock."
 
 
-def streamed(guard: RefusalGuard, text: str, chunk: int = 3) -> str:
+def streamed(guard: OpeningGuard, text: str, chunk: int = 3) -> str:
     shown = "".join(guard.feed(text[i : i + chunk]) for i in range(0, len(text), chunk))
     return shown + guard.flush()
 
 
 def test_a_refusal_is_never_shown() -> None:
     for refusal in (REFUSAL, "Sorry, I can\u2019t help with that.", "I'm unable to do that."):
-        guard = RefusalGuard()
+        guard = OpeningGuard()
         assert streamed(guard, refusal) == "" and guard.refused, refusal
 
 
 def test_what_only_starts_like_a_refusal_is_shown_whole_and_soon() -> None:
     for reply in ("I'm sorry to hear that.", "I can't wait to hear it!", "I'm sorry.", "Yes."):
-        guard = RefusalGuard()
+        guard = OpeningGuard()
         assert streamed(guard, reply) == reply and not guard.refused
-    guard = RefusalGuard()
+    guard = OpeningGuard()
     assert guard.feed("I'm sorry") == ""
     assert guard.feed(" to hear") == "I'm sorry to hear", "released the moment it parts"
     assert guard.feed(" that.") == " that."
 
 
 def test_a_guard_not_armed_lets_everything_through() -> None:
-    guard = RefusalGuard(armed=False)
+    guard = OpeningGuard(armed=False)
     assert guard.feed(REFUSAL) == REFUSAL and not guard.refused
 
 

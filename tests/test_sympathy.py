@@ -1,4 +1,4 @@
-"""Sympathy only where the user's words tell of trouble (agent/sympathy.py): a reply to plain
+"""Sympathy only where the user's words tell of trouble (agent/checks/opening.py): a reply to plain
 news that opens with condolences is held back like a refusal and asked for once more."""
 
 from __future__ import annotations
@@ -6,11 +6,15 @@ from __future__ import annotations
 import pytest
 
 from assistant.agent.agent import Agent
+from assistant.agent.checks.opening import (
+    SYMPATHY_OPENINGS,
+    OpeningGuard,
+    sympathy_due,
+    unwanted_openings,
+)
 from assistant.agent.context import ContextConfig, ContextWindow
 from assistant.agent.events import UserText
 from assistant.agent.instructions import instructions
-from assistant.agent.refusal import RefusalGuard
-from assistant.agent.sympathy import SYMPATHY_OPENINGS, sympathy_due, unwanted_openings
 from assistant.agent.tools import Stores
 from assistant.agent.turn import AgentConfig
 from tests.agent_helpers import ScriptedStream, say
@@ -53,14 +57,14 @@ def test_no_words_of_the_user_no_rule() -> None:
 
 def test_the_guard_holds_sympathy_back_only_when_told() -> None:
     reply = "I'm sorry to hear that your meeting is at 11."
-    guard = RefusalGuard(unwanted=SYMPATHY_OPENINGS)
+    guard = OpeningGuard(unwanted=SYMPATHY_OPENINGS)
     assert guard.feed(reply) == "" and guard.refused
-    guard = RefusalGuard()
+    guard = OpeningGuard()
     assert guard.feed(reply) == reply and not guard.refused
-    guard = RefusalGuard(unwanted=SYMPATHY_OPENINGS)
+    guard = OpeningGuard(unwanted=SYMPATHY_OPENINGS)
     assert guard.feed("I'm sorry") == ""
     assert guard.feed(", I misread that.") == "I'm sorry, I misread that.", "an apology passes"
-    guard = RefusalGuard(unwanted=SYMPATHY_OPENINGS)
+    guard = OpeningGuard(unwanted=SYMPATHY_OPENINGS)
     assert guard.feed("I'm sorry about the change to your appointment.") == "" and guard.refused
 
 

@@ -23,18 +23,19 @@ from pathlib import Path
 
 from assistant.agent.about_user import constraints_for, facts_in, merged
 from assistant.agent.actions import ActionError
+from assistant.agent.checks.recent import RecentReplies
 from assistant.agent.compaction import Compactor
 from assistant.agent.context import ContextWindow
-from assistant.agent.copies import RecentReplies
 from assistant.agent.dispatch import Dispatcher
 from assistant.agent.drafting import Drafting
 from assistant.agent.events import Event, HeartbeatTick, UserText, UserUtterance, from_user
 from assistant.agent.feedback import ReplyFeedback
 from assistant.agent.journal import Journal
+from assistant.agent.reply_form import ReplyForm
 from assistant.agent.shown_memories import ShownMemories
 from assistant.agent.speculation import Tally
 from assistant.agent.step import StepTaker
-from assistant.agent.step_request import ReplyForm, StepRequests, form_for
+from assistant.agent.step_request import StepRequests, form_for
 from assistant.agent.tools import TOOLS, Stores, Tool, by_name
 from assistant.agent.turn import AgentConfig, Turn, TurnIO, no_stage
 from assistant.agent.window_keeper import WindowKeeper

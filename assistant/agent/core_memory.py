@@ -17,10 +17,13 @@ from memory.files import atomic_file
 
 DEFAULT_LIMIT = 1_200
 DEFAULT_BLOCKS: dict[str, tuple[str, str]] = {
+    # In the second person, as the instructions are: written as "I am ...", it was a reply
+    # ready to copy, and the 0.5B model answered an introduction with it, the user's name in
+    # place of its own, and went on saying it.
     "persona": (
         "Who you are and how you behave.",
-        "I am Brain OS, a personal assistant that lives on the user's computer. I am warm, "
-        "brief and precise, and I remember what matters to the user.",
+        "You are Brain OS, the user's personal assistant on their computer: warm, brief and "
+        "precise, keeping what matters to the user.",
     ),
     "human": ("What you know about the user: name, people, preferences, plans.", ""),
 }

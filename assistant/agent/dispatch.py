@@ -9,8 +9,8 @@ import json
 from collections.abc import Callable, Mapping
 
 from assistant.agent.actions import Action
+from assistant.agent.checks.recent import RecentReplies
 from assistant.agent.context import ContextWindow
-from assistant.agent.copies import RecentReplies
 from assistant.agent.journal import Journal
 from assistant.agent.tools import SendMessage, Stores, Tool
 from assistant.agent.turn import ACKNOWLEDGED, FALLBACK_MESSAGE, INTERRUPTED, Step, Turn

@@ -1,32 +1,25 @@
 """One step of a turn: the model asked for one action, its message streamed to the user as it
-is written and watched while it comes (a refusal, undue sympathy, an old reply's or the user's
-own opening is asked again to open willingly; an answer that says what it was not told is
-asked again to admit it; an answer about the user written in their voice is turned to speak to
-them; a message going round in a loop is stopped), the endpoint's failures retried or worked
-round (a context overflow evicts into the summary and asks again)."""
+is written and passed through the reply checks while it comes (checks/: one may ask for the
+reply again in another form, stop it, or leave a sentence out), the endpoint's failures retried
+or worked round (a context overflow evicts into the summary and asks again)."""
 
 from __future__ import annotations
 
 import logging
 import threading
 from collections.abc import Callable, Iterator
-from dataclasses import replace
 
-from assistant.agent.about_user import about_food
 from assistant.agent.actions import Action, ActionError
+from assistant.agent.checks.check import Seen
+from assistant.agent.checks.pipeline import ReplyChecks
+from assistant.agent.checks.recent import RecentReplies
 from assistant.agent.context import ContextWindow
-from assistant.agent.copies import RecentReplies, echo_of
-from assistant.agent.diet import DietCheck, excluded_foods
 from assistant.agent.dispatch import Dispatcher
 from assistant.agent.drafting import Drafting
-from assistant.agent.grounding import GroundCheck, about_what_they_told
 from assistant.agent.journal import Journal
-from assistant.agent.loops import LoopStop
-from assistant.agent.perspective import Perspective
-from assistant.agent.refusal import RefusalGuard
-from assistant.agent.step_request import ReplyForm, StepRequests
+from assistant.agent.reply_form import ReplyForm
+from assistant.agent.step_request import StepRequests
 from assistant.agent.streaming import ReplyStream
-from assistant.agent.sympathy import unwanted_openings
 from assistant.agent.tools import SendMessage
 from assistant.agent.turn import AgentConfig, Turn, TurnIO
 from assistant.agent.window_keeper import WindowKeeper
@@ -36,11 +29,6 @@ from assistant.llm.messages import StreamDelta
 from assistant.llm.protocols import ToolCallingLLM
 
 log = logging.getLogger(__name__)
-
-# Said before the user's message when a meal is asked for again (diet.py).
-_LEAVE_OUT = (
-    "The user does not eat {food}, as they told you: suggest something that keeps to what they eat."
-)
 
 
 class StepTaker:
@@ -78,11 +66,10 @@ class StepTaker:
         native = self.requests.native()
         separated = not turn.reply  # a second message this turn starts on a new line
         shown: list[str] = []
-        loop = LoopStop(self.replies.sentences())
-        voice = Perspective(armed=False)
-        foods = excluded_foods(self._human()) if about_food(io.heard) else ()
+        # Whether any check acted on a try of this step: the window then keeps what was shown.
+        altered = False
 
-        def emit(piece: str) -> None:
+        def show(piece: str) -> None:
             nonlocal separated
             if piece:
                 if not separated:
@@ -91,69 +78,34 @@ class StepTaker:
                 on_text(piece)
                 shown.append(piece)
 
-        def show(piece: str) -> None:
-            emit(voice.feed(piece))
-
         attempt = 0
         while attempt < self.config.attempts:
             attempt += 1
-            plain = self.requests.plain(form, native)
-            streamed = ReplyStream(native is not None, plain)
-            guard = RefusalGuard(
-                armed=not form.willing,
-                unwanted=(
-                    unwanted_openings(io.heard) + self.replies.openings() + echo_of(io.heard)
-                ),
-            )
-            prompt = self._prompt_text()
-            checked = (
-                form.grounded and not form.admitting and about_what_they_told(io.heard, prompt)
-            )
-            ground = GroundCheck(prompt, armed=checked)
-            voice = Perspective(armed=form.grounded)
-            diet = DietCheck(foods, dropping=form.note is not None)
+            streamed = ReplyStream(native is not None, self.requests.plain(form, native))
+            checks = ReplyChecks.for_step(form, self._seen(io), self.config.reply_checks)
             try:
                 deltas = cancellable(self._ask(io, native, form), cancel)
                 for delta in deltas:
                     self.journal.first_token()
-                    show(loop.feed(diet.feed(guard.feed(ground.feed(streamed.feed(delta))))))
+                    show(checks.feed(streamed.feed(delta)))
                     if acknowledging and self.dispatcher.speaks_for_itself(streamed.tool_named):
                         acknowledging = False
                         if not (turn.ahead or turn.reply or shown):
                             self.dispatcher.acknowledge(turn, on_text)
-                    stop = guard.refused or loop.looping or ground.invented or diet.named
-                    if cancel.is_set() or stop:
+                    if cancel.is_set() or checks.halted:
                         break
-                deltas.close()  # a refusal or a loop: the server stops writing it
-                if loop.looping:
-                    log.warning(
-                        "the message went round in a loop; stopped after %d pieces", len(shown)
-                    )
+                deltas.close()  # a check stopped it: the server stops writing it
                 if cancel.is_set():
                     self.dispatcher.interrupted("".join(shown), turn)
                     return None
-                if guard.refused:
-                    log.warning("the reply opened with a refusal, undue sympathy or an old reply")
-                    form = replace(form, willing=True)
-                    attempt -= 1
+                show(checks.flush())
+                checks.log()
+                altered |= checks.altered
+                asker = checks.reask
+                if asker is not None:
+                    form = asker.reasked(form)
+                    attempt -= 1  # a check's re-ask is no failed attempt
                     continue
-                show(loop.feed(diet.feed(guard.feed(ground.flush()))))
-                if ground.invented and not ground.cut:
-                    log.warning(
-                        "the answer said what it was not told %s; asking again", ground.invented
-                    )
-                    form = replace(form, admitting=True)
-                    attempt -= 1
-                    continue
-                show(loop.feed(diet.feed(guard.flush())))
-                show(loop.feed(diet.flush()))
-                if diet.named is not None:
-                    log.warning("the meal named %s, which the user does not eat", diet.named)
-                    form = replace(form, note=_LEAVE_OUT.format(food=diet.named))
-                    attempt -= 1
-                    continue
-                show(loop.flush())
-                emit(voice.flush())
                 break
             except LLMContextOverflow as error:
                 if overflowed or streamed.text:
@@ -176,8 +128,7 @@ class StepTaker:
             self._failed(turn, "the LLM gave no usable reply")
             return None
         said, outcome = streamed.finish(self.dispatcher.tools)
-        cut = loop.dropped or ground.cut or voice.changed or diet.dropped or bool(foods and shown)
-        if cut and isinstance(outcome, Action) and outcome.tool == "send_message":
+        if altered and isinstance(outcome, Action) and outcome.tool == "send_message":
             # What is kept is what the user saw: a repeat left in the history invites more.
             message = SendMessage(message="".join(shown).strip())
             outcome = Action("send_message", message, outcome.request_heartbeat)
@@ -195,14 +146,15 @@ class StepTaker:
         speculation = self.drafting.taken_over(request)
         yield from speculation.take() if speculation is not None else ask()
 
-    def _human(self) -> str:
-        """The core memory's human block (what the user told of themselves)."""
+    def _seen(self, io: TurnIO) -> Seen:
+        """What the checks compare the step's reply with, as the prompt stands now."""
         block = self.context.core.blocks.get("human")
-        return block.value if block is not None else ""
-
-    def _prompt_text(self) -> str:
-        """All the prompt says (what an answer may take its facts from)."""
-        return "\n".join(message["content"] for message in self.context.messages())
+        return Seen(
+            heard=io.heard,
+            prompt="\n".join(message["content"] for message in self.context.messages()),
+            recent=self.replies,
+            human=block.value if block is not None else "",
+        )
 
     def _failed(self, turn: Turn, message: str) -> None:
         log.warning("LLM failed: %s", message)

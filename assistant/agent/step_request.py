@@ -1,13 +1,16 @@
-"""What one step asks the model for: the form its reply is held to (``ReplyForm``), and the
-request that holds it there, by the action schema or the tools offered (``StepRequests``)."""
+"""What one step asks the model for: the form of its first try (``form_for``), and the request
+that holds a try to its form, by the action schema, the tools offered or a grammar
+(``StepRequests``)."""
 
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from dataclasses import dataclass
+from typing import Any
 
+from assistant.agent.checks.diet import LEAVE_OUT
+from assistant.agent.checks.opening import willing_openings, willing_pattern
 from assistant.agent.naming import named_in_news, saying
-from assistant.agent.refusal import WILLING_OPENINGS, WILLING_PATTERN
+from assistant.agent.reply_form import ReplyForm
 from assistant.agent.routing import asks_about_their_life, first_tool
 from assistant.agent.speculation import Request
 from assistant.agent.tools import (
@@ -23,34 +26,9 @@ from assistant.llm.protocols import AgentLLM, ToolCallingLLM
 
 # How to send a step's request: its reply as it streams.
 Ask = Callable[[], Iterator[StreamDelta]]
-
-
-@dataclass(frozen=True)
-class ReplyForm:
-    """What one step's reply is held to."""
-
-    # The one tool the step may call (what routing.py chose, or send_message to answer).
-    only: str | None = None
-    # A message grounded in what is known: it says first whether the answer is (a question
-    # about the user's life).
-    grounded: bool = False
-    # A message that opens willingly (asked again after one that opened by refusing).
-    willing: bool = False
-    # A message that says it does not know (asked again after an answer that made up what it
-    # was not told).
-    admitting: bool = False
-    # The person the message must name (naming.py).
-    naming: str | None = None
-    # A heartbeat's step: held to a message when there is something to tell the user and
-    # they may be spoken to (``speak``, with ``only`` send_message), else to the heartbeat's
-    # own tools.
-    tick: bool = False
-    speak: bool = False
-    # A pattern the message is held to (what a heartbeat's message opens with).
-    opening: str | None = None
-    # Said to the model just before the message it answers, for this step only (what to leave
-    # out of a meal asked for again: diet.py).
-    note: str | None = None
+# The DRY sampler's strength for a reply asked again after it copied an earlier one or the
+# user's words: the same prompt, with only the first word held, wrote the same copy again.
+COPY_NO_REPEAT = 0.8
 
 
 def form_for(text: str, tools: Mapping[str, Tool]) -> ReplyForm:
@@ -94,8 +72,6 @@ class StepRequests:
         # the answer is known (action_schema's ``grounded``).
         messages_only = [t for t in tools if t.name == "send_message"]
         self.grounded = action_schema(messages_only, True)
-        # The message asked for after one that opened by refusing (refusal.py).
-        self.willing = action_schema(messages_only, opening=WILLING_PATTERN)
         # A message asked for at once (routing.py): a poem's lines may break.
         self.composing = action_schema(messages_only, opening=COMPOSED_PATTERN)
         # The answer asked for after one that made up what it was not told (grounding.py).
@@ -114,12 +90,14 @@ class StepRequests:
 
     def plain(self, form: ReplyForm, native: ToolCallingLLM | None) -> bool:
         """Whether the step's reply is asked for as plain text: in the plain design, a step
-        that can only talk (no tool routed to, not a heartbeat's quiet choice)."""
+        that can only talk (no tool routed to, not a heartbeat's quiet choice) and is held to
+        no fixed opening (a heartbeat's message keeps its schema, which holds the opening)."""
         quiet_tick = form.tick and not form.speak and self.has_tick_tools
         return (
             self.design == "plain"
             and native is None
             and form.only in (None, "send_message")
+            and form.opening is None
             and not quiet_tick
         )
 
@@ -130,8 +108,8 @@ class StepRequests:
         or (no ``native``) held to the action schema, its text as content."""
         max_tokens = self.max_tokens
         temperature = self.temperature
-        if form.note:
-            messages = _noted(messages, form.note)
+        if form.leaving_out is not None:
+            messages = _noted(messages, LEAVE_OUT.format(food=form.leaving_out))
         if self.plain(form, native):
             return self._plain_request(messages, form)
         only = form.only
@@ -148,14 +126,14 @@ class StepRequests:
             schema = self.grounded
         if form.tick and not form.speak and self.has_tick_tools:
             schema, tools = self.quiet_tick
-        if form.opening is not None:
-            schema = action_schema(self.messages_only, opening=form.opening)
         if form.willing:
-            schema = self.willing
+            schema = action_schema(self.messages_only, opening=willing_pattern(form.avoiding))
+        if form.opening is not None:  # fixed words, none of them a refusal: it outranks willing
+            schema = action_schema(self.messages_only, opening=form.opening)
         if form.admitting:
             schema = self.admitting
         elif form.naming is not None and not form.grounded:
-            schema = self._naming(form.naming, only, form.willing)
+            schema = self._naming(form.naming, only, form)
         if native is not None:
             request = Request.of(
                 messages, tools=tools, max_tokens=max_tokens, temperature=temperature
@@ -163,42 +141,49 @@ class StepRequests:
             return request, lambda: native.stream_tools(
                 messages, tools, max_tokens=max_tokens, temperature=temperature
             )
-
-        def text() -> Iterator[StreamDelta]:
-            for chunk in self.llm.stream(
-                messages, max_tokens=max_tokens, temperature=temperature, schema=schema
-            ):
-                yield TextDelta(chunk)
-
-        options = {"schema": schema, "max_tokens": max_tokens, "temperature": temperature}
-        return Request.of(messages, **options), text
+        return self._text_request(messages, form, schema=schema)
 
     def _plain_request(self, messages: list[Message], form: ReplyForm) -> tuple[Request, Ask]:
         """A message asked for as plain text; asked again after a check, held by a grammar to
         open as the check wants (a willing word, or "I don't know"), as the JSON designs' are
         by their schema: told in a note instead, the 0.5B model said the same again, or said
         the note."""
-        grammar = _ADMITTING if form.admitting else _WILLING if form.willing else None
-        max_tokens, temperature = self.max_tokens, self.temperature
+        grammar = None
+        if form.admitting:
+            grammar = _ADMITTING
+        elif form.willing:
+            grammar = _gbnf_opening(
+                *(word for word in willing_openings(form.avoiding) if word not in _COPY_OPENERS)
+            )
+        return self._text_request(messages, form, grammar=grammar)
+
+    def _text_request(
+        self, messages: list[Message], form: ReplyForm, **held: Any
+    ) -> tuple[Request, Ask]:
+        """A request whose reply is the content's text, held as ``held`` says (a ``schema``
+        or a ``grammar``); after a copy, with runs of words already in the prompt made
+        unlikely."""
+        options = {"max_tokens": self.max_tokens, "temperature": self.temperature, **held}
+        if form.avoiding:
+            options["no_repeat"] = COPY_NO_REPEAT
 
         def text() -> Iterator[StreamDelta]:
-            for chunk in self.llm.stream(
-                messages, max_tokens=max_tokens, temperature=temperature, grammar=grammar
-            ):
+            for chunk in self.llm.stream(messages, **options):
                 yield TextDelta(chunk)
 
-        options = {"max_tokens": max_tokens, "temperature": temperature, "grammar": grammar}
         return Request.of(messages, **options), text
 
-    def _naming(self, name: str, only: str | None, willing: bool) -> JsonSchema:
+    def _naming(self, name: str, only: str | None, form: ReplyForm) -> JsonSchema:
         """The action schema of a step whose message says ``name`` (held to open willingly
         as well, or to the tool ``only``, as the step is)."""
         tools: list[Tool]
+        willing = form.willing
         if willing or only == "send_message":
             tools = [self.tools["send_message"]]
         else:
             tools = [self.tools[only]] if only in self.tools else self.turn_tools
-        return action_schema(tools, opening=saying(name, WILLING_PATTERN if willing else None))
+        opening = willing_pattern(form.avoiding) if willing else None
+        return action_schema(tools, opening=saying(name, opening))
 
 
 # A plain reply asked again after a check (step.py) opens so: willingly, after one that opened
@@ -209,11 +194,9 @@ def _gbnf_opening(*openings: str) -> str:
     return f"root ::= ({words}) rest\nrest ::= [^\\x00]*\n"
 
 
-# Not those a copied reply itself opens with ("You're welcome!", "Hello, ..."): the re-ask of a
-# copy said it again.
-_WILLING = _gbnf_opening(
-    *(word for word in WILLING_OPENINGS if word not in ("You", "Your", "Hello", "Hi", "Thanks"))
-)
+# Not those a copied reply itself tends to open with ("You're welcome!", "Hello, ..."): the
+# re-ask of a copy said it again.
+_COPY_OPENERS = ("You", "Your", "Hello", "Hi", "Thanks")
 _ADMITTING = _gbnf_opening("I don't know")
 
 

@@ -263,7 +263,7 @@ def action_schema(
     admitted most of the unknowns it had made up answers to (a name, a time), and still
     answered those it knew (docs/BENCHMARKS.md, "Judgement").
 
-    ``opening``: a pattern the message is held to (after a refusal, refusal.py)."""
+    ``opening``: a pattern the message is held to (after a refusal: checks/opening.py)."""
     shapes = []
     for tool in tools:
         if tool.name == "send_message":

@@ -8,6 +8,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from assistant.agent.checks.pipeline import NAMES
 from memory.scoring import RetrievalWeights
 
 FALLBACK_MESSAGE = "Sorry, I could not put a reply together just now. Please try again."
@@ -44,6 +45,8 @@ class AgentConfig:
     # How the reply is written where the endpoint has no native tool calls (settings.py's
     # ReplyDesign, resolved): "plain", "json_action" or "short_json".
     reply_design: str = "json_action"
+    # The checks each reply passes through (checks/pipeline.py keeps their order).
+    reply_checks: tuple[str, ...] = NAMES
 
 
 @dataclass(frozen=True)

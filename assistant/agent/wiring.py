@@ -110,6 +110,7 @@ def open_agent(
         least_similarity=settings.agent.least_similarity,
         temperature=settings.agent.temperature,
         reply_design=design,
+        reply_checks=tuple(settings.agent.reply_checks),
     )
     return Agent(
         llm,

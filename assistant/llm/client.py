@@ -191,12 +191,15 @@ class LLMClient:
         temperature: float | None = None,
         schema: JsonSchema | None = None,
         grammar: str | None = None,
+        no_repeat: float | None = None,
     ) -> Iterator[str]:
         """The reply, piece by piece, as the model writes it (held to ``schema`` if given; to
-        the GBNF ``grammar`` where the server is the local llama-server, which takes one)."""
+        the GBNF ``grammar`` where the server is the local llama-server, which takes one, and
+        with its DRY sampler at ``no_repeat`` instead of the client's own)."""
         for delta in self._deltas(
             messages,
             grammar=grammar,
+            no_repeat=no_repeat,
             max_tokens=max_tokens,
             temperature=temperature,
             response_format=self._response_format(schema) if schema is not None else None,
@@ -240,14 +243,18 @@ class LLMClient:
             raise self._describe(error) from None
 
     def _deltas(
-        self, messages: Sequence[TextMessage], grammar: str | None = None, **options: Any
+        self,
+        messages: Sequence[TextMessage],
+        grammar: str | None = None,
+        no_repeat: float | None = None,
+        **options: Any,
     ) -> Iterator[Any]:
         """The streamed reply's deltas (the first choice's), failures described."""
         self.last_reading = None
         if self.endpoint.is_local:
             # llama-server then reports its prompt reading in every chunk, not only the last,
             # so a reply the agent closes early (a loop, an ungrounded sentence) is measured too.
-            extra = {"timings_per_token": True, **self._sampling()}
+            extra = {"timings_per_token": True, **self._sampling(no_repeat)}
             options["extra_body"] = {**extra, "grammar": grammar} if grammar else extra
         chunks = self._create(messages, stream=True, **options)
         try:
@@ -260,14 +267,16 @@ class LLMClient:
         finally:
             chunks.close()
 
-    def _sampling(self) -> dict[str, Any]:
-        """llama-server's sampling options beyond the OpenAI ones."""
-        if not self.no_repeat:
+    def _sampling(self, no_repeat: float | None = None) -> dict[str, Any]:
+        """llama-server's sampling options beyond the OpenAI ones (the DRY sampler at
+        ``no_repeat``, else at the client's own)."""
+        multiplier = self.no_repeat if no_repeat is None else no_repeat
+        if not multiplier:
             return {}
         # A run of up to DRY_ALLOWED tokens (a name, "lives in") is free to repeat; the penalty
         # grows with each token past it (the server's default: over the whole prompt).
         return {
-            "dry_multiplier": self.no_repeat,
+            "dry_multiplier": multiplier,
             "dry_base": 1.75,
             "dry_allowed_length": DRY_ALLOWED,
         }

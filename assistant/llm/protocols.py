@@ -22,7 +22,8 @@ class CountsTokens(Protocol):
 
 class AgentLLM(Protocol):
     """What the master agent talks with: a reply streamed (held to ``schema`` or a GBNF
-    ``grammar`` if given), or one whole."""
+    ``grammar`` if given; ``no_repeat``: how strongly runs of words already in the prompt are
+    kept from being written again, where the server can), or one whole."""
 
     def stream(
         self,
@@ -32,6 +33,7 @@ class AgentLLM(Protocol):
         temperature: float | None = None,
         schema: JsonSchema | None = None,
         grammar: str | None = None,
+        no_repeat: float | None = None,
     ) -> Iterator[str]: ...
 
     def complete(

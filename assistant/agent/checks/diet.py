@@ -2,207 +2,41 @@
 
 Told the user is vegetarian, both packaged models still suggested dishes with meat. The human
 block's lines (about_user.py) say what the user does not eat; each kind of diet excludes a
-family of foods (a vegetarian eats no meat or fish, a coeliac no wheat). A reply to a request
-about food is checked sentence by sentence as it streams: one that names an excluded food (not
-"vegan cheese", "gluten-free bread" or "without ham") is not shown, the stream is closed, and
-the reply is asked for again with what to leave out.
+family of foods (a vegetarian eats no meat or fish, a coeliac no wheat: foods.json). A reply to
+a request about food is checked sentence by sentence as it streams: one that names an excluded
+food (not "vegan cheese", "gluten-free bread" or "without ham") is not shown, the stream is
+closed, and the reply is asked for again, told what to leave out; in that second reply a
+sentence that still names it is dropped.
 """
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Iterable
+from dataclasses import replace
+from pathlib import Path
+from typing import Self
 
-_MEAT = [
-    "meat",
-    "chicken",
-    "beef",
-    "pork",
-    "bacon",
-    "ham",
-    "lamb",
-    "mutton",
-    "turkey",
-    "sausage",
-    "steak",
-    "mince",
-    "veal",
-    "duck",
-    "venison",
-    "chorizo",
-    "salami",
-    "pepperoni",
-    "prosciutto",
-    "pancetta",
-    "meatball",
-    "gammon",
-    "brisket",
-]
-_FISH = [
-    "fish",
-    "salmon",
-    "tuna",
-    "cod",
-    "haddock",
-    "trout",
-    "mackerel",
-    "sardine",
-    "anchovy",
-    "anchovies",
-    "seafood",
-    "prawn",
-    "shrimp",
-    "crab",
-    "lobster",
-    "mussel",
-    "clam",
-    "oyster",
-    "scallop",
-    "squid",
-    "octopus",
-]
-_SHELLFISH = [
-    "shellfish",
-    "prawn",
-    "shrimp",
-    "crab",
-    "lobster",
-    "mussel",
-    "clam",
-    "oyster",
-    "scallop",
-    "crayfish",
-]
-_DAIRY = [
-    "milk",
-    "cheese",
-    "butter",
-    "cream",
-    "yogurt",
-    "yoghurt",
-    "parmesan",
-    "mozzarella",
-    "ricotta",
-    "feta",
-    "cheddar",
-    "ghee",
-    "mascarpone",
-    "halloumi",
-    "paneer",
-    "custard",
-]
-_EGG = ["egg", "omelette", "omelet", "frittata", "mayonnaise", "meringue", "quiche"]
-_GLUTEN = [
-    "wheat",
-    "bread",
-    "pasta",
-    "flour",
-    "toast",
-    "couscous",
-    "barley",
-    "rye",
-    "bagel",
-    "croissant",
-    "pizza",
-    "spaghetti",
-    "noodle",
-    "cracker",
-    "biscuit",
-    "muffin",
-    "tortilla",
-    "pastry",
-]
-_PORK = [
-    "pork",
-    "bacon",
-    "ham",
-    "sausage",
-    "chorizo",
-    "salami",
-    "pepperoni",
-    "prosciutto",
-    "pancetta",
-    "lard",
-    "gammon",
-]
-_ALCOHOL = [
-    "wine",
-    "beer",
-    "rum",
-    "vodka",
-    "whisky",
-    "whiskey",
-    "gin",
-    "brandy",
-    "sherry",
-    "cider",
-    "liqueur",
-]
-_NUTS = [
-    "nut",
-    "peanut",
-    "almond",
-    "walnut",
-    "cashew",
-    "hazelnut",
-    "pecan",
-    "pistachio",
-    "macadamia",
-    "praline",
-    "marzipan",
-]
+from assistant.agent.about_user import about_food
+from assistant.agent.checks.check import Check, Seen, Verdict
+from assistant.agent.checks.text import SENTENCE_END
+from assistant.agent.reply_form import ReplyForm
 
-# What each kind of diet or condition leaves out.
+_FOODS = json.loads((Path(__file__).parent / "foods.json").read_text(encoding="utf-8"))
+_FAMILIES: dict[str, list[str]] = _FOODS["families"]
+# What each kind of diet or condition leaves out: its families' foods, or the word's own.
 _EXCLUDES: dict[str, list[str]] = {
-    "vegetarian": _MEAT + _FISH,
-    "vegan": _MEAT + _FISH + _DAIRY + _EGG + ["honey"],
-    "pescatarian": _MEAT,
-    "halal": _PORK + _ALCOHOL,
-    "kosher": _PORK + _SHELLFISH,
-    "lactose": _DAIRY,
-    "dairy": _DAIRY,
-    "coeliac": _GLUTEN,
-    "gluten": _GLUTEN,
-    "meat": _MEAT,
-    "fish": _FISH,
-    "shellfish": _SHELLFISH,
-    "pork": _PORK,
-    "alcohol": _ALCOHOL,
-    "egg": _EGG,
-    "eggs": _EGG,
-    "nut": _NUTS,
-    "nuts": _NUTS,
-    "peanut": ["peanut"],
-    "peanuts": ["peanut"],
+    diet: [food for part in parts for food in _FAMILIES.get(part, [part])]
+    for diet, parts in _FOODS["excludes"].items()
 }
 # Words before a food that make it not that food.
-_FREE_OF = {
-    "vegan",
-    "vegetarian",
-    "veggie",
-    "plant-based",
-    "meat-free",
-    "dairy-free",
-    "gluten-free",
-    "egg-free",
-    "nut-free",
-    "non-alcoholic",
-    "alcohol-free",
-    "lactose-free",
-    "no",
-    "without",
-    "skip",
-    "avoid",
-    "instead",
-    "free",
-    "oat",
-    "soy",
-    "almond",
-    "coconut",
-    "rice",
-}
+_FREE_OF = frozenset(_FOODS["free_of"])
+# Said before the user's message when a meal is asked for again.
+LEAVE_OUT = (
+    "The user does not eat {food}, as they told you: suggest something that keeps to what they eat."
+)
 _LINES = ("Diet:", "Allergic to:", "Health:")
-_SENTENCE_END = re.compile(r"[.!?]\s")
 
 
 def excluded_foods(block: str) -> tuple[str, ...]:
@@ -246,10 +80,12 @@ def named_food(sentence: str, foods: Iterable[str]) -> str | None:
     return None
 
 
-class DietCheck:
+class DietCheck(Check):
     """Feed it a reply's text as it streams; it shows whole sentences that name no excluded
     food. ``named``: the food the first one that did named (the reply is then asked again);
     ``dropping`` (the reply asked again): such a sentence is left out and the rest shown."""
+
+    name = "diet"
 
     def __init__(self, foods: Iterable[str], dropping: bool = False) -> None:
         self.foods = tuple(foods)
@@ -258,12 +94,32 @@ class DietCheck:
         self.dropped = False
         self._held = ""
 
+    @classmethod
+    def for_step(cls, form: ReplyForm, seen: Seen) -> Self:
+        """Armed for a reply about food to a user whose diet leaves something out."""
+        foods = excluded_foods(seen.human) if about_food(seen.heard) else ()
+        return cls(foods, dropping=form.leaving_out is not None)
+
+    @property
+    def verdict(self) -> Verdict:
+        if self.named is not None:
+            return Verdict.REASK
+        return Verdict.TRIM if self.dropped else Verdict.PASS
+
+    def reasked(self, form: ReplyForm) -> ReplyForm:
+        return replace(form, leaving_out=self.named)
+
+    def reason(self) -> str:
+        if self.named is not None:
+            return f"the meal named {self.named}, which the user does not eat"
+        return "a sentence naming a food the user does not eat was left out" if self.dropped else ""
+
     def feed(self, piece: str) -> str:
         if not self.foods or self.named is not None:
             return "" if self.named is not None else piece
         self._held += piece
         out = ""
-        while (end := _SENTENCE_END.search(self._held)) is not None:
+        while (end := SENTENCE_END.search(self._held)) is not None:
             sentence, self._held = self._held[: end.end()], self._held[end.end() :]
             out += self._checked(sentence)
             if self.named is not None:

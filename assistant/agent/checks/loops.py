@@ -14,6 +14,11 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Iterable
+from typing import Self
+
+from assistant.agent.checks.check import Check, Seen, Verdict
+from assistant.agent.checks.text import ENDS, normal
+from assistant.agent.reply_form import ReplyForm
 
 SAID_AT_MOST = 2
 # Shorter sentences are let through as often as they come: "Dr." and "a.m." end like
@@ -21,27 +26,41 @@ SAID_AT_MOST = 2
 MIN_WORDS = 3
 # An earlier reply's sentence this long or longer is not said again after a reply's first.
 EARLIER_MIN_WORDS = 5
-_ENDS = ".!?"
 
 
-def _key(sentence: str) -> str:
-    return " ".join(sentence.lower().split())
-
-
-class LoopStop:
+class LoopStop(Check):
     """Feed it the text of a message, piece by piece; it returns what may be shown now.
     ``looping`` once a sentence came a third time; ``dropped`` once a repeat was held back."""
+
+    name = "loops"
 
     def __init__(self, earlier: Iterable[str] = ()) -> None:
         """``earlier``: sentences of earlier replies, not said again after the first."""
         self.looping = False
         self.dropped = False
-        self._earlier = {key for key in map(_key, earlier) if len(key.split()) >= EARLIER_MIN_WORDS}
+        self._earlier = {
+            key for key in map(normal, earlier) if len(key.split()) >= EARLIER_MIN_WORDS
+        }
         self._first = True  # the sentence being written is the message's first
         self._said: Counter[str] = Counter()
         self._sentence = ""  # the sentence being written
         self._held = ""  # its part not shown yet: it could still be a repeat
         self._released = False  # it parted from every sentence said, so it is new
+
+    @classmethod
+    def for_step(cls, form: ReplyForm, seen: Seen) -> Self:
+        return cls(seen.recent.sentences())
+
+    @property
+    def verdict(self) -> Verdict:
+        if self.looping:
+            return Verdict.STOP
+        return Verdict.TRIM if self.dropped else Verdict.PASS
+
+    def reason(self) -> str:
+        if self.looping:
+            return "the message went round in a loop"
+        return "a sentence said before was left out" if self.dropped else ""
 
     def feed(self, piece: str) -> str:
         shown = ""
@@ -61,13 +80,13 @@ class LoopStop:
         return held
 
     def _take(self, char: str) -> str:
-        if char.isspace() and self._sentence.rstrip().endswith(tuple(_ENDS)):
+        if char.isspace() and self._sentence.rstrip().endswith(tuple(ENDS)):
             return self._end(char)
         self._sentence += char
         if self._released:
             return char
         self._held += char
-        opening = _key(self._sentence)
+        opening = normal(self._sentence)
         if any(said.startswith(opening) for said in self._known()):
             return ""
         self._released = True
@@ -76,7 +95,7 @@ class LoopStop:
 
     def _end(self, space: str) -> str:
         """The sentence ended (``space`` follows it): shown unless it repeats one."""
-        key = _key(self._sentence)
+        key = normal(self._sentence)
         repeat = self._is_repeat()
         if len(key.split()) >= MIN_WORDS:
             self._said[key] += 1
@@ -94,6 +113,6 @@ class LoopStop:
         return self._said if self._first else [*self._said, *self._earlier]
 
     def _is_repeat(self) -> bool:
-        key = _key(self._sentence)
+        key = normal(self._sentence)
         earlier = not self._first and key in self._earlier
         return not self._released and (self._said[key] > 0 or earlier)

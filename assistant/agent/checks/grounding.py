@@ -14,8 +14,13 @@ the answer ends before that sentence.
 from __future__ import annotations
 
 import re
+from dataclasses import replace
+from typing import Self
 
-_ENDS = ".!?"
+from assistant.agent.checks.check import Check, Seen, Verdict
+from assistant.agent.checks.text import ENDS, straight
+from assistant.agent.reply_form import ReplyForm
+
 # A sentence longer than this is checked and said in parts of this many words: a first
 # sentence that runs on (a long list) would otherwise be held for many seconds. A spoken
 # answer's first sentence is shorter (the judgement rule: under about 15 words).
@@ -37,7 +42,7 @@ def about_what_they_told(question: str, prompt: str) -> bool:
     them ("my", "I") or names someone the prompt knows besides the question ("Where does
     Wilhelmina keep her bees?"), not general knowledge about a name ("How tall is
     Kilimanjaro?")."""
-    if re.search(r"\b(i|i'm|me|my|mine|we|our|us)\b", question.replace("\u2019", "'"), re.I):
+    if re.search(r"\b(i|i'm|me|my|mine|we|our|us)\b", straight(question), re.I):
         return True
     known = _words(prompt.replace(question, " "))
     names = invented(question, set())
@@ -67,10 +72,12 @@ def invented(sentence: str, known: set[str]) -> list[str]:
     return found
 
 
-class GroundCheck:
+class GroundCheck(Check):
     """Feed it an answer's text as it streams; it returns each sentence once it ended and
     holds nothing it was not told. ``invented`` once one did (nothing of it is returned);
     ``cut`` if sentences before it were."""
+
+    name = "grounding"
 
     def __init__(self, prompt: str, armed: bool = True) -> None:
         self.invented: list[str] = []
@@ -82,13 +89,32 @@ class GroundCheck:
         # Part of the sentence held now was said already: its first word opens nothing.
         self._midway = False
 
+    @classmethod
+    def for_step(cls, form: ReplyForm, seen: Seen) -> Self:
+        """Armed for an answer about what the user told, not yet held to admit it does not
+        know."""
+        asked = form.grounded and not form.admitting
+        return cls(seen.prompt, armed=asked and about_what_they_told(seen.heard, seen.prompt))
+
+    @property
+    def verdict(self) -> Verdict:
+        if not self.invented:
+            return Verdict.PASS
+        return Verdict.STOP if self.cut else Verdict.REASK
+
+    def reasked(self, form: ReplyForm) -> ReplyForm:
+        return replace(form, admitting=True)
+
+    def reason(self) -> str:
+        return f"the answer said what it was not told {self.invented}" if self.invented else ""
+
     def feed(self, piece: str) -> str:
         if not self._armed or self.invented:
             return "" if self.invented else piece
         shown = ""
         for char in piece:
             held = self._sentence.rstrip()
-            if char.isspace() and (held.endswith(tuple(_ENDS)) or _long(held)):
+            if char.isspace() and (held.endswith(tuple(ENDS)) or _long(held)):
                 shown += self._end(char)
             else:
                 self._sentence += char
@@ -108,7 +134,7 @@ class GroundCheck:
             self.cut = self._released
             return ""
         self._released |= bool(sentence.strip())
-        self._midway = bool(sentence.strip()) and not sentence.rstrip().endswith(tuple(_ENDS))
+        self._midway = bool(sentence.strip()) and not sentence.rstrip().endswith(tuple(ENDS))
         return sentence + space
 
 

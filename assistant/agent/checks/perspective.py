@@ -11,10 +11,14 @@ person as it streams: "You are allergic to ...". The window keeps what was shown
 from __future__ import annotations
 
 import re
+from typing import Self
+
+from assistant.agent.checks.check import Check, Seen, Verdict
+from assistant.agent.checks.text import SENTENCE_END, straight
+from assistant.agent.reply_form import ReplyForm
 
 # Words after which a sentence opening is decided (or its end, if sooner).
 _OPENING_WORDS = 3
-_SENTENCE_END = re.compile(r"[.!?]\s")
 # How the assistant speaks of itself: a sentence opening so is left as it is.
 _OWN_VOICE = re.compile(
     r"^(?:i(?:'m| am) (?:sorry|glad|happy|not sure|here|afraid|so|really|delighted|excited|"
@@ -42,8 +46,10 @@ _AFTER_I = {"am": "are", "was": "were"}
 _WORD = re.compile(r"[A-Za-z']+|[^A-Za-z']+")
 
 
-class Perspective:
+class Perspective(Check):
     """Feed it a reply's text as it streams; it returns what to show now."""
+
+    name = "perspective"
 
     def __init__(self, armed: bool) -> None:
         self.armed = armed
@@ -55,6 +61,17 @@ class Perspective:
         self._after_i = False
         # Whether the current sentence's first word is out (a turned word after it is lower case).
         self._begun = False
+
+    @classmethod
+    def for_step(cls, form: ReplyForm, seen: Seen) -> Self:
+        return cls(armed=form.grounded)
+
+    @property
+    def verdict(self) -> Verdict:
+        return Verdict.TRIM if self.changed else Verdict.PASS
+
+    def reason(self) -> str:
+        return "an answer in the user's voice was turned to speak to them" if self.changed else ""
 
     def feed(self, piece: str) -> str:
         if not self.armed or not piece:
@@ -75,7 +92,7 @@ class Perspective:
                 if decided is None:
                     return out
                 self._turning = decided
-            end = _SENTENCE_END.search(self._held)
+            end = SENTENCE_END.search(self._held)
             if end is None:
                 # A word still being written may be cut: hold the last one unless at the end.
                 cut = len(self._held) if final else _last_word_start(self._held)
@@ -89,8 +106,8 @@ class Perspective:
 
     def _decide(self, final: bool) -> bool | None:
         """Whether the sentence being held is turned; None while it cannot yet be told."""
-        words = self._held.replace("\u2019", "'").split()
-        ended = final or bool(_SENTENCE_END.search(self._held))
+        words = straight(self._held).split()
+        ended = final or bool(SENTENCE_END.search(self._held))
         if not (ended or self._held[-1:].isspace()):
             words = words[:-1]  # the last may be cut short
         if len(words) < _OPENING_WORDS and not ended:
@@ -106,7 +123,7 @@ class Perspective:
             if not token[0].isalpha():
                 pieces.append(token)
                 continue
-            lowered = token.replace("\u2019", "'").lower()
+            lowered = straight(token).lower()
             swap = _SWAPS.get(lowered) or (_AFTER_I.get(lowered) if self._after_i else None)
             self._after_i = lowered == "i"
             if swap is not None:

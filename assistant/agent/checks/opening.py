@@ -1,0 +1,229 @@
+"""How a reply may not open: the one opening guard.
+
+A reply's opening is held while it could still become one of these; one that does is never
+shown or spoken, the stream is closed, and the step is asked once more, held to open willingly
+("Sure", "Oh", "Once", ...: WILLING_OPENINGS) by the schema or the grammar (asked with a note
+instead, the 0.5B model said the note back). A reply that merely starts like one ("I'm sorry
+to hear that") is released as soon as it parts from every such opening, a word or two.
+
+- A refusal, or the model disowning itself ("I'm just a computer"). The packaged models are
+  code models, and they refuse what is not code: a request for a story, bad news, a request
+  for a reminder (the 0.5B model far more often than the 1.5B). Instructions did not stop it.
+- Sympathy where nothing went wrong. The models open replies to plain news with condolences:
+  for a date in the diary, a moved appointment, a fact about the user's health that is no
+  misfortune. Whether the user's words tell of trouble is plain in them, so code decides it:
+  when they name none (no illness, loss, failure, damage, bad feeling), sympathy is held back,
+  and "Oh" still lets a real misfortune the list missed be met with "Oh no, ...". The list
+  errs towards trouble: a word of it in a neutral message only leaves the opening as it was.
+- An earlier reply's opening (recent.py), or the user's own words: the small models wrote a
+  plain statement back, word for word, as their reply.
+
+On an endpoint with native tool calling (no grammar) the re-ask is simply asked again: what
+the second reply says stands.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import replace
+from typing import Self
+
+from assistant.agent.checks.check import Check, Seen, Verdict
+from assistant.agent.checks.recent import MIN_WORDS, opening
+from assistant.agent.checks.text import normal, straight
+from assistant.agent.reply_form import ReplyForm
+
+# How a refusal opens, after an apology or none.
+_APOLOGIES = (
+    "",
+    "i'm sorry, but ",
+    "i'm sorry, ",
+    "i'm so sorry, but ",
+    "i'm so sorry, ",
+    "i am sorry, but ",
+    "sorry, but ",
+    "sorry, ",
+    "i apologize, but ",
+    "unfortunately, ",
+)
+_REFUSALS = (
+    "i can't assist",
+    "i can't help with",
+    "i can't help you with",
+    "i cannot assist",
+    "i cannot help with",
+    "i can't provide",
+    "i can't fulfill",
+    "i can't do that",
+    "i'm unable to",
+    "i am unable to",
+    "i'm not able to",
+    "as an ai",
+    "i'm just a computer",
+    "i'm just an ai",
+    "i am just a computer",
+)
+REFUSALS = tuple(apology + refusal for apology in _APOLOGIES for refusal in _REFUSALS)
+
+# The one reply asked for after a held opening opens with one of these. None of them opens a
+# refusal, and none is an apology: allowed "I'm sorry to hear", the 1.5B model answered a
+# friendly greeting with "I'm sorry to hear about that." (sympathy still opens with "Oh").
+WILLING_OPENINGS = (
+    "Sure",
+    "Of course",
+    "Here",
+    "Oh",
+    "OK",
+    "Okay",
+    "Got it",
+    "Noted",
+    "Congratulations",
+    "Good",
+    "Great",
+    "That",
+    "Yes",
+    "No",
+    "Once",
+    "Well",
+    "Hello",
+    "Hi",
+    "Thanks",
+    "You",
+    "Your",
+)
+WILLING_PATTERN = "^(" + "|".join(WILLING_OPENINGS) + ')[^"]*$'
+
+
+def willing_openings(avoiding: tuple[str, ...] = ()) -> tuple[str, ...]:
+    """The willing openings that begin none of the ``avoiding`` ones (lower-case): a re-ask
+    after a copy allowed the copy's own first word ("Yes, ...") wrote the copy again."""
+    return tuple(
+        word
+        for word in WILLING_OPENINGS
+        if not any(avoided.startswith(word.lower()) for avoided in avoiding)
+    )
+
+
+def willing_pattern(avoiding: tuple[str, ...] = ()) -> str:
+    """The message pattern of a willing opening (none beginning the ``avoiding`` ones)."""
+    if not avoiding:
+        return WILLING_PATTERN
+    return "^(" + "|".join(willing_openings(avoiding)) + ')[^"]*$'
+
+
+# Words that tell of something going wrong, as stems where their forms differ.
+_TROUBLE = re.compile(
+    r"\b("
+    # health
+    r"sick|ill|illness|unwell|flu|fever|cough|covid|infection|pain|painful|hurts?|hurt|"
+    r"injur\w*|wounded|bleeding|hospital\w*|surgery|emergency|a&e|cancer|tumou?r|disease|"
+    r"diagnos\w*|migraine|headache|broken|broke|fractur\w*|sprain\w*|accident|"
+    # loss
+    r"died|dies|dead|death|passed away|funeral|los[st]|losing|loss|grie\w*|miscarri\w*|"
+    # failure and rejection
+    r"fail\w*|rejected|fired|laid off|redundan\w*|dumped|divorc\w*|break ?up|broke up|"
+    r"split up|evicted|debt|bankrupt\w*|"
+    # damage and mishaps
+    r"crash\w*|stolen|robbed|burgl\w*|flood\w*|leak\w*|fire|damaged|ruined|cancell?ed|"
+    r"missed|stuck|stranded|delayed|late again|"
+    # feelings
+    r"sad|sadly|upset|depress\w*|lonely|stress\w*|anxious|anxiety|worried|worry|scared|"
+    r"afraid|terrible|awful|horrible|miserable|exhausted|frustrat\w*|angry|disappoint\w*|"
+    r"unhappy|cry|crying|cried|struggl\w*|hate|bad day|can't sleep|not well|not good|"
+    r"not great|rough|tough|hard time|nightmare"
+    r")\b",
+    re.IGNORECASE,
+)
+
+# How a reply opens with sympathy (compared lower-cased, spaces collapsed).
+SYMPATHY_OPENINGS = (
+    "i'm sorry to hear",
+    "i'm so sorry to hear",
+    "i am sorry to hear",
+    "sorry to hear",
+    "i'm sorry for your",
+    "i'm so sorry for your",
+    "i'm sorry about",
+    "i'm so sorry about",
+    "i'm sorry that",
+    "i'm so sorry that",
+    "i'm sorry you",
+    "i'm so sorry you",
+    "oh no",
+    "that's too bad",
+    "that's a shame",
+    "what a shame",
+)
+
+
+def sympathy_due(words: str) -> bool:
+    """Whether ``words`` (the user's) tell of something that went wrong."""
+    return _TROUBLE.search(straight(words)) is not None
+
+
+def unwanted_openings(words: str) -> tuple[str, ...]:
+    """The openings a reply to ``words`` should not have beyond a refusal's: sympathy, when
+    nothing in them went wrong (nothing for anything but the user's own words: empty)."""
+    return () if not words.strip() or sympathy_due(words) else SYMPATHY_OPENINGS
+
+
+def echo_of(heard: str) -> tuple[str, ...]:
+    """The opening of the user's own words, which a reply may not open with (nothing for a
+    message shorter than ``MIN_WORDS`` words)."""
+    start = normal(opening(heard))
+    return (start,) if len(start.split()) >= MIN_WORDS else ()
+
+
+class OpeningGuard(Check):
+    """Feed it the text of one reply as it streams; it returns what may be shown now."""
+
+    name = "opening"
+
+    def __init__(
+        self, armed: bool = True, unwanted: tuple[str, ...] = (), copies: tuple[str, ...] = ()
+    ) -> None:
+        """``unwanted``: openings held back like a refusal's for this reply; ``copies``:
+        those of earlier replies and the user's words (all lower-case)."""
+        self.refused = False
+        # The copied opening the reply had (the re-ask avoids it).
+        self.copied: str | None = None
+        self._held = ""
+        self._open = not armed
+        self._openings = REFUSALS + unwanted + copies
+        self._copies = copies
+
+    @classmethod
+    def for_step(cls, form: ReplyForm, seen: Seen) -> Self:
+        copies = seen.recent.openings() + echo_of(seen.heard)
+        return cls(not form.willing, unwanted_openings(seen.heard), copies)
+
+    def feed(self, piece: str) -> str:
+        if self._open or not piece:
+            return piece
+        self._held += piece
+        start = normal(self._held)
+        if any(start.startswith(unwanted) for unwanted in self._openings):
+            self.refused = True
+            self.copied = next((c for c in self._copies if start.startswith(c)), None)
+            return ""
+        if any(unwanted.startswith(start) for unwanted in self._openings):
+            return ""
+        return self.flush()
+
+    def flush(self) -> str:
+        """What is held, at the end of the reply (a short one that only looked like an
+        unwanted opening so far); nothing once it was one."""
+        self._open = True
+        held, self._held = self._held, ""
+        return "" if self.refused else held
+
+    @property
+    def verdict(self) -> Verdict:
+        return Verdict.REASK if self.refused else Verdict.PASS
+
+    def reasked(self, form: ReplyForm) -> ReplyForm:
+        avoiding = (*form.avoiding, self.copied) if self.copied is not None else form.avoiding
+        return replace(form, willing=True, avoiding=avoiding)
+
+    def reason(self) -> str:
+        return "the reply opened with a refusal, undue sympathy, an old reply or the user's words"

@@ -1,0 +1,28 @@
+"""How the checks read a reply's text: one normal form to compare words in, and where a
+sentence ends."""
+
+from __future__ import annotations
+
+import re
+
+# A sentence's end as the text streams: its mark, once the space after it shows it is one
+# (so "3.5" and "Dr.Foo" do not end one).
+SENTENCE_END = re.compile(r"[.!?]\s")
+# A whole sentence within a finished text (the last one needs no space after it).
+SENTENCE = re.compile(r".+?[.!?](?=\s|$)", re.DOTALL)
+ENDS = ".!?"
+
+
+def straight(text: str) -> str:
+    """``text`` with typographic apostrophes made plain (the models write both)."""
+    return text.replace("\u2019", "'")
+
+
+def normal(text: str) -> str:
+    """``text`` as the checks compare it: plain apostrophes, lower case, single spaces."""
+    return " ".join(straight(text).lower().split())
+
+
+def sentences(text: str) -> list[str]:
+    """The whole sentences of a finished ``text`` (a last one with no mark is left out)."""
+    return [match.group(0) for match in SENTENCE.finditer(text)]
