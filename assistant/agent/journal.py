@@ -93,8 +93,9 @@ class Journal:
 
     def observe(self, role: str, text: str) -> str | None:
         """Into the memory stream as an observation; returns the record's id, or None for
-        small talk, which recall storage keeps verbatim: a "Hi Marta!" or "You're welcome!"
-        in the stream is retrieved for any question that names Marta, in place of a memory
+        small talk, which recall storage keeps verbatim: a greeting by name or "You're
+        welcome!" in the stream is retrieved for any question that names that person, in place
+        of a memory
         that says something."""
         if small_talk(text):
             return None

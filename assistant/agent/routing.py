@@ -10,8 +10,8 @@ from __future__ import annotations
 import re
 from collections.abc import Collection
 
-# "Remind me to ...", "Don't let me forget ...", "Set a reminder ...": a reminder; "Remind me
-# what Ana said" or "remind me who that was" asks the memory instead.
+# "Remind me to ...", "Don't let me forget ...", "Set a reminder ...": a reminder; "remind me
+# what she said" or "remind me who that was" asks the memory instead.
 _REMINDER = re.compile(
     r"\bremind me\b(?!,? (?:what|who|whom|whose|where|which|why|how|whether|if|again what)\b)"
     r"|\b(?:don't|do not|dont) let me forget\b"
@@ -25,8 +25,8 @@ _REMINDER = re.compile(
 
 
 # "Tell me a story", "write me a haiku about rain", "can you tell me a joke": said at once. The
-# 1.5B model handed "Tell me a short story about a lighthouse keeper." to a background task,
-# which took 138 s and reported a one-line summary instead of the story (tried in tmux).
+# 1.5B model handed a request for a short story to a background task, which took over two
+# minutes and reported a one-line summary instead of the story.
 _SAY_IT_NOW = re.compile(
     r"^(?:(?:can|could|would|will) you |please )?(?:tell|write|give|make up|sing|recite) "
     r"(?:me |us )?(?:a |an |another |one more |some )?(?:\w+ ){0,3}?"
@@ -91,7 +91,7 @@ def is_question(message: str) -> bool:
 
 
 def asks_about_their_life(message: str) -> bool:
-    """A question about the user or someone they know ("When is Ana's birthday?"), whose
+    """A question about the user or someone they know ("When is her birthday?"), whose
     answer must come from what they said (a grounded reply, assistant/agent/tools.py); not
     one of general knowledge or small talk ("How many minutes are in three hours?")."""
     said = message.strip().replace("\u2019", "'")

@@ -35,7 +35,7 @@ def form_for(text: str, tools: Mapping[str, Tool]) -> ReplyForm:
     """The form of the first step answering the user's ``text``: held to the tool the request
     needs (routing.py), if any; else grounded, for a question about their life, and saying
     the person their news is about. A request routed to a tool is not a question to answer
-    from memory, and a message answering it names no one (a poem about Ana keeps the poem's
+    from memory, and a message answering it names no one (a poem about a friend keeps the poem's
     pattern)."""
     only = first_tool(text, tools)
     if only is not None:

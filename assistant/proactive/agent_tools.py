@@ -25,7 +25,7 @@ _TALKS_TO_THE_USER = re.compile(
 
 class SetIntention(Arguments):
     text: str = Field(
-        description="What you mean to do then, for yourself: 'Ask how Marta's recital went'."
+        description="What you mean to do then, for yourself: 'Ask how Hendrika's recital went'."
     )
     when: str = Field(description="When: 'tomorrow at 10', 'Sunday evening', an ISO time.")
 
@@ -37,8 +37,8 @@ class ReviseDayPlan(Arguments):
 class StartTask(Arguments):
     goal: str = Field(
         description="Work for a background worker with the user's memories, complete in "
-        "itself (it cannot talk to the user): 'Gather what the user said about the garden "
-        "project into a note'."
+        "itself (it cannot talk to the user): 'Gather what the user said about the roof "
+        "repairs into a note'."
     )
 
 

@@ -47,7 +47,7 @@ PLANNER_RULES = (
     "You plan a person's day for their personal assistant. Each chunk is something the user "
     "does. What the memories say about other people (a brother's job, a friend's trip) is "
     "theirs, not the user's: never make it the user's activity; a chunk may be about them "
-    'only as something the user does, naming them ("Call Luis"). Plan from what the user '
+    'only as something the user does, naming them ("Call Ottoline"). Plan from what the user '
     "said about their own day; where they said nothing, the chunk is free time, a meal or "
     "rest. No chunk is about planning. Reply with one JSON object: "
     '{"chunks": [{"start": "HH:MM", "end": "HH:MM", "what": "..."}, ...]}.'
