@@ -90,10 +90,12 @@ def test_work_asked_for_in_the_background_starts_a_task(
     assert turn.reply.endswith(HANDED_OFF)
 
 
-def test_twenty_turns_on_the_default_model_copy_no_reply(
-    quality_llm: LLMClient, stores: Stores
+@pytest.mark.parametrize("profile", ["fast", "quality"])
+def test_twenty_turns_copy_no_reply(
+    profile: str, stores: Stores, request: pytest.FixtureRequest
 ) -> None:
-    agent = agent_for(quality_llm, stores, "quality", [])
+    llm: LLMClient = request.getfixturevalue(f"{profile}_llm")
+    agent = agent_for(llm, stores, profile, [])
     said: list[str] = []
     replies: list[str] = []
     written = agent.context.instructions

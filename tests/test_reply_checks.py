@@ -233,3 +233,39 @@ def test_a_copy_is_asked_again_without_its_first_word_and_repeats_made_unlikely(
     request, _ = requests.request([{"role": "user", "content": "hi"}], None, form)
     assert "Sure" in request.options and "Yes|" not in request.options
     assert '"no_repeat": 0.8' in request.options
+
+
+def test_a_reply_may_not_open_with_a_longer_sentence_of_a_recent_one() -> None:
+    earlier = "Oh, lovely, a new kitchen at last! The fitter comes on Tuesday morning."
+    seen = replace(SEEN, recent=RecentReplies([earlier]), heard="When does the fitter come?")
+    copied = ReplyChecks.for_step(ReplyForm(), seen)
+    assert copied.feed("The fitter comes on Tuesday morning. ") == ""
+    assert copied.reask is not None and copied.reask.name == "opening"
+    form = copied.reask.reasked(ReplyForm())
+    assert form.avoiding == ("the fitter comes on tuesday morning.",)
+    # A short sentence may come again, and a longer one that only begins alike goes through.
+    assert ReplyChecks.for_step(ReplyForm(), seen).feed("Tuesday morning. ") == "Tuesday morning. "
+    fresh = ReplyChecks.for_step(ReplyForm(), seen)
+    said = fresh.feed("The fitter comes on Tuesday, around nine. ") + fresh.flush()
+    assert said == "The fitter comes on Tuesday, around nine. " and fresh.reask is None
+
+
+def test_a_re_ask_that_copies_again_is_asked_once_more_then_stands() -> None:
+    seen = replace(SEEN, recent=RecentReplies(["Great news!", COPY.strip()]))
+    once = ReplyForm(willing=True, avoiding=(COPY.strip().lower(),))
+    again = run_in(seen, once, "Great news! Tell me more. ")
+    assert again.reask is not None and again.reask.name == "opening"
+    twice = again.reask.reasked(once)
+    assert twice.avoiding == (COPY.strip().lower(), "great news!")
+    # Asked twice after copies, the third reply stands; so does a refusal's re-ask, whose
+    # grammar keeps the refusal out, and sympathy met on the re-ask ("Oh no, ...").
+    assert run_in(seen, twice, "Great news! Tell me more. ").reask is None
+    assert run_in(seen, ReplyForm(willing=True), "Great news! Tell me more. ").reask is None
+    assert run_in(seen, once, "Oh no, that is a shame. ").reask is None
+
+
+def run_in(seen: Seen, form: ReplyForm, text: str) -> ReplyChecks:
+    checks = ReplyChecks.for_step(form, seen)
+    checks.feed(text)
+    checks.flush()
+    return checks

@@ -17,6 +17,7 @@ from collections.abc import Iterable
 from typing import Self
 
 from assistant.agent.checks.check import Check, Seen, Verdict
+from assistant.agent.checks.recent import SENTENCE_WORDS
 from assistant.agent.checks.text import ENDS, normal
 from assistant.agent.reply_form import ReplyForm
 
@@ -24,8 +25,6 @@ SAID_AT_MOST = 2
 # Shorter sentences are let through as often as they come: "Dr." and "a.m." end like
 # sentences, and "Yes." may well be said twice.
 MIN_WORDS = 3
-# An earlier reply's sentence this long or longer is not said again after a reply's first.
-EARLIER_MIN_WORDS = 5
 
 
 class LoopStop(Check):
@@ -38,9 +37,7 @@ class LoopStop(Check):
         """``earlier``: sentences of earlier replies, not said again after the first."""
         self.looping = False
         self.dropped = False
-        self._earlier = {
-            key for key in map(normal, earlier) if len(key.split()) >= EARLIER_MIN_WORDS
-        }
+        self._earlier = {key for key in map(normal, earlier) if len(key.split()) >= SENTENCE_WORDS}
         self._first = True  # the sentence being written is the message's first
         self._said: Counter[str] = Counter()
         self._sentence = ""  # the sentence being written

@@ -15,8 +15,9 @@ to hear that") is released as soon as it parts from every such opening, a word o
   when they name none (no illness, loss, failure, damage, bad feeling), sympathy is held back,
   and "Oh" still lets a real misfortune the list missed be met with "Oh no, ...". The list
   errs towards trouble: a word of it in a neutral message only leaves the opening as it was.
-- An earlier reply's opening (recent.py), or the user's own words: the small models wrote a
-  plain statement back, word for word, as their reply.
+- An earlier reply's opening or any longer sentence of it (recent.py), or the user's own
+  words: the small models wrote a plain statement back, word for word, as their reply, and
+  answered a question with a sentence of an earlier answer.
 
 On an endpoint with native tool calling (no grammar) the re-ask is simply asked again: what
 the second reply says stands.
@@ -92,6 +93,10 @@ WILLING_OPENINGS = (
     "Your",
 )
 WILLING_PATTERN = "^(" + "|".join(WILLING_OPENINGS) + ')[^"]*$'
+# How many times a reply that copies is asked again: the 0.5B model's re-ask, held off the
+# copy's first word, opened with another cheer and then wrote the copied sentence (which the
+# loop check dropped, leaving the cheer: itself an earlier reply, said whole).
+COPY_REASKS = 2
 
 
 def willing_openings(avoiding: tuple[str, ...] = ()) -> tuple[str, ...]:
@@ -194,8 +199,14 @@ class OpeningGuard(Check):
 
     @classmethod
     def for_step(cls, form: ReplyForm, seen: Seen) -> Self:
-        copies = seen.recent.openings() + echo_of(seen.heard)
-        return cls(not form.willing, unwanted_openings(seen.heard), copies)
+        """Armed for every unwanted opening on a first try; on a re-ask after a copy, for
+        copies alone, up to ``COPY_REASKS`` times (the grammar keeps refusals out; "Oh no"
+        may meet a misfortune the word list missed)."""
+        recent = seen.recent
+        copies = recent.openings() + recent.long_sentences() + echo_of(seen.heard)
+        if not form.willing:
+            return cls(True, unwanted_openings(seen.heard), copies)
+        return cls(0 < len(form.avoiding) < COPY_REASKS, copies=copies)
 
     def feed(self, piece: str) -> str:
         if self._open or not piece:

@@ -20,6 +20,9 @@ MIN_WORDS = 4
 SHORT_WORDS = 2
 # How many recent replies are remembered.
 RECENT = 12
+# A sentence of a recent reply this long or longer is not said again: not as a reply's
+# opening (opening.py), nor after it (loops.py). Shorter ones ("Sure thing.") may well be.
+SENTENCE_WORDS = 5
 
 
 def opening(message: str) -> str:
@@ -46,6 +49,11 @@ class RecentReplies:
     def sentences(self) -> list[str]:
         """Every sentence of the recent replies."""
         return [sentence for reply in self._replies for sentence in sentences(reply)]
+
+    def long_sentences(self) -> tuple[str, ...]:
+        """The recent replies' sentences of ``SENTENCE_WORDS`` words or more, as compared."""
+        keys = (normal(sentence) for sentence in self.sentences())
+        return tuple(dict.fromkeys(k for k in keys if len(k.split()) >= SENTENCE_WORDS))
 
     def add(self, reply: str) -> None:
         self._replies.append(reply)
