@@ -1,5 +1,5 @@
 """What the user says about themselves, read by code into short lines of the core memory's human
-block ("Diet: vegetarian", "Allergic to: peanuts", "Partner: Odile"), so that it is always in
+block ("Diet: kosher", "Allergic to: sesame", "Partner: Anselm"), so that it is always in
 view and the user can see and edit it. The packaged models almost never called the core memory
 tools themselves: told a diet, the 1.5B model kept nothing and later suggested meat.
 

@@ -5,7 +5,7 @@ does not correct the reply, and lose it when it does (docs/AGENT.md, "Memories t
 would not know): a memory shown for the turn was used when the reply shares a content word
 with it that the user's own message did not bring. Every shown memory shares the question's
 words (that is why it was retrieved), so those prove nothing; a word only the memory could
-have given ("Lisbon" for "Where does my sister live?") does. An "I don't know" uses nothing.
+have given ("Ljubljana" for "Where does my godmother live?") does. An "I don't know" uses nothing.
 """
 
 from __future__ import annotations

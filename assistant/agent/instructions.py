@@ -62,9 +62,9 @@ _HOW_TO_REPLY = (
 def _examples(tools: Sequence[Tool]) -> str:
     lines = [
         "Examples (the user's message, then your step):",
-        "User: I'm seeing the dentist on Tuesday at 3.",
-        '{"message": "Noted! Good luck at the dentist."}',
-        "User: I got into the master's programme!",
+        "User: I'm seeing the osteopath on Thursday at 4.",
+        '{"message": "Noted! Good luck at the osteopath."}',
+        "User: I got into the conservatory!",
         '{"message": "Congratulations! That\'s wonderful news."}',
         "User: Our old farrier Casimir died on Sunday.",
         '{"message": "I\'m so sorry about Casimir."}',

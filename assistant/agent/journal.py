@@ -95,8 +95,7 @@ class Journal:
         """Into the memory stream as an observation; returns the record's id, or None for
         small talk, which recall storage keeps verbatim: a greeting by name or "You're
         welcome!" in the stream is retrieved for any question that names that person, in place
-        of a memory
-        that says something."""
+        of a memory that says something."""
         if small_talk(text):
             return None
         name = "User" if role == "user" else "Brain OS"

@@ -24,9 +24,9 @@ _REMINDER = re.compile(
 )
 
 
-# "Tell me a story", "write me a haiku about rain", "can you tell me a joke": said at once. The
-# 1.5B model handed a request for a short story to a background task, which took over two
-# minutes and reported a one-line summary instead of the story.
+# "Tell me a story", "write me a limerick about a kettle", "can you tell me a riddle": said at
+# once. The 1.5B model handed a request for a short story to a background task, which took over
+# two minutes and reported a one-line summary instead of the story.
 _SAY_IT_NOW = re.compile(
     r"^(?:(?:can|could|would|will) you |please )?(?:tell|write|give|make up|sing|recite) "
     r"(?:me |us )?(?:a |an |another |one more |some )?(?:\w+ ){0,3}?"
@@ -91,8 +91,8 @@ def is_question(message: str) -> bool:
 
 
 def asks_about_their_life(message: str) -> bool:
-    """A question about the user or someone they know ("When is her birthday?"), whose
-    answer must come from what they said (a grounded reply, assistant/agent/tools.py); not
-    one of general knowledge or small talk ("How many minutes are in three hours?")."""
+    """A question about the user or someone they know ("When does Ysolde's lease run out?"),
+    whose answer must come from what they said (a grounded reply, assistant/agent/tools.py);
+    not one of general knowledge or small talk ("How many grams are in a pound?")."""
     said = message.strip().replace("\u2019", "'")
     return is_question(said) and bool(_FIRST_PERSON.search(said) or _NAME.search(said))

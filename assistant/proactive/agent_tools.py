@@ -25,7 +25,7 @@ _TALKS_TO_THE_USER = re.compile(
 
 class SetIntention(Arguments):
     text: str = Field(
-        description="What you mean to do then, for yourself: 'Ask how Hendrika's recital went'."
+        description="What you mean to do then, for yourself: 'Ask how Hendrika's audition went'."
     )
     when: str = Field(description="When: 'tomorrow at 10', 'Sunday evening', an ISO time.")
 

@@ -39,9 +39,9 @@ LABELS: dict[ItemKind, str] = {
 }
 # What a person would say about what may need the user. Told only "tell the user what item 1
 # calls for", the 1.5B model read the digest's line back ("The user said '...' and the user said
-# '...'") and answered a due intention with "I don't know how Pedro's surgery went"; given an
-# example of the words, it said the example ("Don't forget the book club tonight at 7!" for a
-# football match) in 6 of 16 (docs/BENCHMARKS.md, "Speaking first").
+# '...'") and answered a due intention to ask after someone's event by saying it did not know how
+# the event went; given an example of the words, it said the example (a reminder of the
+# example's event in place of the item's own) in 6 of 16 (docs/BENCHMARKS.md, "Speaking first").
 TELL: dict[ItemKind, str] = {
     "intention": "do now what you meant to",
     "task": "tell them what your background task came to",
@@ -53,11 +53,12 @@ TELL: dict[ItemKind, str] = {
 # How the message opens, held by the grammar: the words show what kind of message it is, and
 # what follows is about the item (no example to copy).
 _END = r'[^"]*[^",:; \t\n\r]$'
-# One question of one sentence: asked for a due "Ask how Pedro's surgery went", the 1.5B model
-# wrote "I asked how Pedro's surgery went yesterday. It went well, ... How about you?".
+# One question of one sentence: asked for a due intention to ask how someone's event went, the
+# 1.5B model wrote that it had asked, answered for the user ("It went well, ...") and then asked
+# "How about you?".
 _ASKING = "How What Did Have Has Is Are Was Were Do Does Any When Where Who Which Could Would"
-# The word, then a space: held to a bare prefix, the model fused "Is" and "sent" ("Isent the
-# tax form last week ...?").
+# The word, then a space: held to a bare prefix, the model fused "Is" and the next word
+# ("Isent ...?").
 QUESTION = "^(" + "|".join(_ASKING.split()) + r') [^"?.!]*\?$'
 OPENINGS: dict[ItemKind, str] = {
     "passed": r'^How (did|was) [^"?.!]*\?$',
@@ -78,9 +79,9 @@ class Item:
     kind: ItemKind
     text: str
     actionable: bool = False
-    # What the user is told of it, in words to say to them ("your daughter's concert is on
-    # Saturday at 11 am"); the text when empty. Given the user's words as said ("My daughter's
-    # concert ... (today at 11:00)"), the 1.5B model said them back so.
+    # What the user is told of it, in words to say to them ("your nephew's regatta is on
+    # Thursday at 4 pm"); the text when empty. Given the user's words as said ("My nephew's
+    # regatta ... (today at 16:00)"), the 1.5B model said them back so.
     told: str = ""
 
     def line(self) -> str:
@@ -103,7 +104,7 @@ class Digest:
     def actionable(self) -> tuple[Item, ...]:
         """What may need the user, what code found first (a task's result, a clash, an event
         coming up or just passed) and the agent's own intentions last: the 1.5B model's
-        intentions often restate what code finds ("Check on the flight")."""
+        intentions often restate what code finds (an event coming up, as a thing to check)."""
         found = [item for item in self.items if item.actionable]
         return tuple(sorted(found, key=lambda item: item.kind == "intention"))
 
@@ -117,7 +118,7 @@ class Digest:
             return ""
         item = self.actionable[0]
         if item.kind == "intention" and _asks(item.text):
-            # "Ask how Pedro's surgery went": "ask them how Pedro's surgery went".
+            # "Ask how Radomir's regatta went": "ask them how Radomir's regatta went".
             return f"ask them {item.text.split(maxsplit=1)[1]}"
         return f"{TELL.get(item.kind, 'tell them about it')}: {item.told or item.text}"
 

@@ -99,9 +99,9 @@ def instructions(tools: Sequence[Tool], budget: Budget) -> str:
         'for a note"}], "tool": "memory_search", "arguments": {"query": "car"}}\n'
         'step 2, the search found two memories: {"progress": "done", "tool": "write_note", '
         '"arguments": {"title": "My car", "text": "The car is due for its inspection in '
-        'March. The garage is on Elm Street."}}\n'
+        'March. The garage is on Larkspur Row."}}\n'
         'step 3: {"progress": "done", "tool": "finish", "arguments": {"result": "I wrote a '
-        'note on your car: inspection in March, at the garage on Elm Street."}}\n\n'
+        'note on your car: inspection in March, at the garage on Larkspur Row."}}\n\n'
         f"You have at most {budget.steps} steps.\n\nTools:\n{describe_tools(tools)}"
     )
 

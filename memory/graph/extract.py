@@ -50,8 +50,8 @@ GRAPH_RULES = (
     '- The relation is a few words ("lives in", "works as", "is sister of", "likes").\n'
     "- One fact per triplet; split a sentence that states several.\n"
     "- A fact about someone the user mentions is that person's, not the user's: "
-    '"User: My cousin Bogdana lives in Quimper and works as an architect." gives (user, has '
-    "cousin, Bogdana), (Bogdana, lives in, Quimper), (Bogdana, works as, architect).\n"
+    '"User: My cousin Bogdana lives in Quimper and works as a surveyor." gives (user, has '
+    "cousin, Bogdana), (Bogdana, lives in, Quimper), (Bogdana, works as, surveyor).\n"
     "- Leave out small talk and facts about the conversation itself (who is talking, what "
     "was just said or asked).\n"
     "- certain is true for a fact the memory states, false for one it only guesses at, "
@@ -62,7 +62,7 @@ GRAPH_RULES = (
     "learnt. List the known facts a new fact makes outdated: both must describe the same "
     'aspect of the same thing, and the new one must say it changed (for "Severin lives in '
     'Oulu" and then "Severin lives in Zagreb": where Severin lives; not for "Severin likes '
-    'jazz" and then "Severin likes rock", which can both hold). If unsure, leave the fact '
+    'opera" and then "Severin likes reggae", which can both hold). If unsure, leave the fact '
     "out: keeping both is better than losing one. Most new facts replace nothing; then the list is "
     "empty.\n\n"
     f"{SAME} Say whether two names name the same thing. If unsure, say false."
