@@ -68,6 +68,19 @@ def test_a_routed_reminder_is_held_to_its_schema_and_said_by_the_tool(stores: St
     assert not any(m["content"].startswith("[set_reminder]") for m in window)
 
 
+def test_a_routed_call_that_came_back_empty_is_asked_again_for_the_same_tool(
+    stores: Stores,
+) -> None:
+    llm = ScriptedStream("", action("set_reminder", text="water the ferns", when="at 6"))
+    agent = plain_agent(llm, stores)
+    turn = agent.respond(UserText("Remind me to water the ferns at 6."))
+    # Both calls held to the reminder's schema; the error note is the model's, never said.
+    assert len(llm.schemas) == 2 and all(schema is not None for schema in llm.schemas)
+    assert "set_reminder" in str(llm.schemas[1])
+    assert turn.reply == f"{ACKNOWLEDGED} Reset."
+    assert [step.tool for step in turn.steps if step.tool != "send_message"] == ["set_reminder"]
+
+
 def test_work_asked_for_in_the_background_starts_a_task(stores: Stores) -> None:
     goals: list[str] = []
     llm = ScriptedStream(action("delegate_task", goal="sum up the notes on the boiler"))

@@ -29,6 +29,7 @@ from assistant.tasks.reminders import (
     Reminder,
     ReminderError,
     ReminderStore,
+    asked_for_in,
     reminder_time,
     time_named_in,
 )
@@ -55,16 +56,16 @@ def workspace(stores: Stores, tmp_path: Path) -> Workspace:
 
 
 def test_a_task_plans_searches_learns_and_finishes(workspace: Workspace) -> None:
-    workspace.stores.stream.add("User: My sister Ana moved to Lisbon last spring.", source="user")
+    workspace.stores.stream.add("User: My sister Aya moved to Lugano last spring.", source="user")
     llm = ScriptedSteps(
-        step("memory_search", ["Find where Ana lives", "Keep it"], query="sister Ana city"),
-        step("memory_insert", progress="done", text="Ana, the user's sister, lives in Lisbon."),
-        step("finish", progress="done", result="Ana lives in Lisbon."),
+        step("memory_search", ["Find where Aya lives", "Keep it"], query="sister Aya city"),
+        step("memory_insert", progress="done", text="Aya, the user's sister, lives in Lugano."),
+        step("finish", progress="done", result="Aya lives in Lugano."),
     )
     record, saved = run_task(workspace, llm)
-    assert record.status == "done" and record.result == "Ana lives in Lisbon."
+    assert record.status == "done" and record.result == "Aya lives in Lugano."
     assert [s.tool for s in record.steps] == ["memory_search", "memory_insert", "finish"]
-    assert "Lisbon" in record.steps[0].result  # the search found the memory
+    assert "Lugano" in record.steps[0].result  # the search found the memory
     assert [g.status for g in record.plan] == ["done", "done"]
     # The plan was revised after every step, and every change was saved as it happened.
     plans = [tuple(g.status for g in r.plan) for r in saved]
@@ -86,13 +87,13 @@ def test_a_task_plans_searches_learns_and_finishes(workspace: Workspace) -> None
         for r in workspace.stores.stream.list_memories(page_size=10).items
         if "subagent:t-abc123" in r.sources
     ]
-    assert [r.text for r in learnt] == ["Ana, the user's sister, lives in Lisbon."]
+    assert [r.text for r in learnt] == ["Aya, the user's sister, lives in Lugano."]
     # The model saw the search's result as data, and its own plan, in the next step.
     second = "\n".join(m["content"] for m in llm.requests[1])
     assert (
         "data, not instructions" in second
-        and "Lisbon" in second
-        and "Find where Ana lives" in second
+        and "Lugano" in second
+        and "Find where Aya lives" in second
     )
 
 
@@ -112,7 +113,7 @@ def test_the_plan_moves_on_by_the_models_verdict_on_the_sub_goal_in_hand() -> No
 
 
 def test_a_settled_plan_leaves_only_the_ending_tools(workspace: Workspace) -> None:
-    record = TaskRecord(id="t-abc123", goal="Find Ana's city", status="running")
+    record = TaskRecord(id="t-abc123", goal="Find Aya's city", status="running")
     record.plan = revised(first_plan([PlannedGoal(goal="Find", reason="asked")]), "done")
     schema = SubAgent(record, ScriptedSteps(), workspace, lambda r: None).schema()
     assert [b["properties"]["tool"]["const"] for b in schema["anyOf"]] == ["finish", "give_up"]
@@ -145,8 +146,8 @@ def test_budgets_end_a_task_with_a_reason(workspace: Workspace) -> None:
 
 def test_a_failing_tool_is_reported_to_the_model_not_raised(workspace: Workspace) -> None:
     llm = ScriptedSteps(
-        step("set_reminder", text="call Ana", when="whenever"),
-        step("set_reminder", text="call Ana", when="in 10 minutes"),
+        step("set_reminder", text="call Aya", when="whenever"),
+        step("set_reminder", text="call Aya", when="in 10 minutes"),
         step("finish", result="reminder set"),
     )
     record, _ = run_task(workspace, llm)
@@ -210,10 +211,34 @@ def test_a_reminder_is_due_when_the_user_said_not_when_the_model_wrote(tmp_path:
     remind = tools["set_reminder"]
     said = remind.run(MagicMock(), SetReminder(text="water the plants", when="13:00"))
     assert said == "I'll remind you today at 19:00: water the plants"
-    heard = "Remind me to buy a present for Luis."  # no time named: the model's stands
-    remind.run(MagicMock(), SetReminder(text="buy a present for Luis", when="in 2 hours"))
+    heard = "Remind me to buy a present for Lars."  # no time named: the model's stands
+    remind.run(MagicMock(), SetReminder(text="buy a present for Lars", when="in 2 hours"))
     due = {reminder.text: reminder.due_at for reminder in reminders.pending()}
-    assert due["buy a present for Luis"] == NOW + timedelta(hours=2)
+    assert due["buy a present for Lars"] == NOW + timedelta(hours=2)
+
+
+def test_a_reminder_says_what_the_user_asked_for_not_what_the_model_wrote(
+    tmp_path: Path,
+) -> None:
+    reminders = ReminderStore(tmp_path / "reminders.json")
+    heard = "Remind me tomorrow at 7 pm to oil my bike chain."
+    tools = {
+        t.name: t
+        for t in background_tools(MagicMock(), reminders, lambda: NOW, heard=lambda: heard)
+    }
+    remind = tools["set_reminder"]
+    persona = SetReminder(text="you're Brain OS, the user's assistant", when="tomorrow at 7 pm")
+    assert remind.run(MagicMock(), persona).endswith(": oil your bike chain")
+    # Said so, with a time after it: the time is no part of the text.
+    heard = "Don't let me forget to phone the glazier on Friday!"
+    said = remind.run(MagicMock(), SetReminder(text="phone", when="Friday"))
+    assert said.endswith(": phone the glazier")
+    # Not said so ("about ..."), or not by the user (a heartbeat's): the model's text stands.
+    heard = "Remind me about the parcel at 3."
+    assert remind.run(MagicMock(), SetReminder(text="the parcel", when="15:00")).endswith(
+        ": the parcel"
+    )
+    assert asked_for_in("Remind me what the glazier said.", NOW) is None
 
 
 def test_reminders_survive_a_restart_and_fire_late_with_a_note(tmp_path: Path) -> None:

@@ -188,7 +188,9 @@ class Agent:
         # something up without answering.
         answer_now = False
         for step in range(TICK_STEPS if held.tick else self.config.max_steps):
-            if step and turn.ahead:  # the tool's step did not end the turn: what was said stands
+            if step and turn.ahead and only is None:
+                # The tool's step did not end the turn: what was said stands (a step asked again
+                # for the same tool still has its word said ahead of its result).
                 self.dispatcher.keep_said(turn.ahead, turn)
                 turn.ahead = ""
             if self.window.manage_pressure(self.journal.event_message):
@@ -200,7 +202,6 @@ class Agent:
                 replace(held, only="send_message" if answer_now else only),
                 acknowledging=user and not answer_now,
             )
-            only = None
             if outcome is None:  # the LLM failed, or the user interrupted
                 if turn.ahead:  # it was said (the tool's step itself streams nothing)
                     self.dispatcher.keep_said(turn.ahead, turn)
@@ -212,7 +213,10 @@ class Agent:
                 if len(turn.errors) > self.config.max_errors:
                     self.dispatcher.say_fallback(turn, io.on_text)
                     return turn
+                # Held to the same tool again: let free, the plain design's 0.5B model wrote
+                # the error note back to the user as its reply, and no reminder was set.
                 continue
+            only = None
             if not self.dispatcher.run(outcome, turn):
                 continue
             if held.tick:  # one action per heartbeat (the 1.5B model kept six intentions)

@@ -12,6 +12,7 @@ from assistant.tasks.manager import TaskManager
 from assistant.tasks.reminders import (
     ReminderStore,
     addressed_to_the_user,
+    asked_for_in,
     reminder_time,
     spoken_time,
     time_named_in,
@@ -51,7 +52,8 @@ def background_tools(
     def remind(_: Stores, arguments: SetReminder) -> str:
         now = clock()
         due = time_named_in(heard(), now) or reminder_time(arguments.when, now)
-        reminder = reminders.add(addressed_to_the_user(arguments.text), due, source="agent")
+        text = asked_for_in(heard(), now) or arguments.text
+        reminder = reminders.add(addressed_to_the_user(text), due, source="agent")
         reminder_added()
         return f"I'll remind you {spoken_time(due, now)}: {reminder.text}"
 

@@ -110,6 +110,34 @@ def addressed_to_the_user(text: str) -> str:
     )
 
 
+# What the user asked to be reminded of, in their own words: "remind me (when) to <what>",
+# "don't let me forget to <what>", "set a reminder (when) to <what>".
+_ASKED_TO = re.compile(
+    r"\b(?:remind me|reminder|let me forget|make sure i (?:remember|don't forget))\b"
+    r"(?:(?!\bto\b)[^.!?])*\bto\s+(?P<what>[^.!?]*\w)",
+    re.IGNORECASE,
+)
+# Where a time said after what to be reminded of may start.
+_TIME_WORD = re.compile(
+    r"\b(?:at|on|in|by|this|tonight|today|tomorrow|next|every|before|after)\b", re.IGNORECASE
+)
+
+
+def asked_for_in(words: str, now: datetime) -> str | None:
+    """What ``words`` ask to be reminded of ("ice my knee" in "Remind me tomorrow at 7 pm to
+    ice my knee."), without a time said after it ("call the plumber" in "... to call the
+    plumber on Friday"); None where they do not say it so. Taken from the user as the time is
+    (``time_named_in``): the 0.5B model, asked for the text, wrote its own persona into it."""
+    found = _ASKED_TO.search(words.replace("\u2019", "'"))
+    if found is None:
+        return None
+    what = found.group("what").strip()
+    for start in _TIME_WORD.finditer(what):
+        if start.start() and time_named_in(what[start.start() :], now) is not None:
+            return what[: start.start()].rstrip(" ,")
+    return what
+
+
 _BARE_CLOCK = re.compile(r"^\d{1,2}(?::\d{2})?\s*(?:am|pm|a\.m\.|p\.m\.)?$", re.IGNORECASE)
 
 
