@@ -188,10 +188,11 @@ class StepRequests:
 
 # A plain reply asked again after a check (step.py) opens so: willingly, after one that opened
 # by refusing, with undue sympathy, as an earlier reply or with the user's own words; with "I
-# don't know", after one that said what it was not told.
+# don't know", after one that said what it was not told. The opening is a whole word: held
+# only to its letters, the 0.5B model went on inside it ("Oncence, I'm going ...").
 def _gbnf_opening(*openings: str) -> str:
     words = " | ".join(f'"{opening}"' for opening in openings)
-    return f"root ::= ({words}) rest\nrest ::= [^\\x00]*\n"
+    return f"root ::= ({words}) rest\nrest ::= ([^a-zA-Z\\x00] [^\\x00]*)?\n"
 
 
 # Not those a copied reply itself tends to open with ("You're welcome!", "Hello, ..."): the
