@@ -76,7 +76,7 @@ def run_task(
     workspace: Workspace,
     llm: ScriptedSteps,
     budget: Budget | None = None,
-    goal: str = "Find Ana's city",
+    goal: str = "Find Aya's city",
 ) -> tuple[TaskRecord, list[TaskRecord]]:
     saved: list[TaskRecord] = []
     record = TaskRecord(id="t-abc123", goal=goal, status="running", started_at=NOW)

@@ -54,9 +54,9 @@ def test_a_list_grows_and_a_single_fact_is_replaced() -> None:
     block = merged("", Fact("Allergic to", "sesame", True))
     block = merged(block, Fact("Lives in", "Utrecht"))
     block = merged(block, Fact("Allergic to", "kiwi", True))
-    block = merged(block, Fact("Lives in", "Delft"))
+    block = merged(block, Fact("Lives in", "Dinan"))
     block = merged(block, Fact("Allergic to", "Sesame", True))
-    assert block == "Allergic to: sesame; kiwi\nLives in: Delft"
+    assert block == "Allergic to: sesame; kiwi\nLives in: Dinan"
 
 
 def test_lines_the_user_wrote_are_kept() -> None:

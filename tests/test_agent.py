@@ -43,19 +43,19 @@ def recalled(stores: Stores) -> list[tuple[str, str]]:
 
 
 def test_a_reply_streams_and_everything_is_recorded(stores: Stores) -> None:
-    llm = ScriptedStream(say('Hello "Sam"! Café \u2615 \U0001f600 ok'))
+    llm = ScriptedStream(say('Hello "Sid"! Café \u2615 \U0001f600 ok'))
     agent = make_agent(llm, stores)
     pieces: list[str] = []
-    turn = agent.respond(UserText("Hi, I'm Sam."), on_text=pieces.append)
-    assert len(pieces) > 3 and "".join(pieces) == 'Hello "Sam"! Café \u2615 \U0001f600 ok'
+    turn = agent.respond(UserText("Hi, I'm Sid."), on_text=pieces.append)
+    assert len(pieces) > 3 and "".join(pieces) == 'Hello "Sid"! Café \u2615 \U0001f600 ok'
     assert turn.reply == "".join(pieces) and turn.error is None and not turn.interrupted
-    assert recalled(stores) == [("user", "Hi, I'm Sam."), ("assistant", turn.reply)]
+    assert recalled(stores) == [("user", "Hi, I'm Sid."), ("assistant", turn.reply)]
     texts = {r.text for r in stores.stream.list_memories(page_size=10).items}
-    assert texts == {"User: Hi, I'm Sam.", f"Brain OS: {turn.reply}"}
+    assert texts == {"User: Hi, I'm Sid.", f"Brain OS: {turn.reply}"}
     # The prompt: stable prefix with core memory, then the user's message.
     prompt = llm.calls[0]
     assert prompt[0]["role"] == "system" and "## Core memory" in prompt[0]["content"]
-    assert prompt[-1] == {"role": "user", "content": "Hi, I'm Sam."}
+    assert prompt[-1] == {"role": "user", "content": "Hi, I'm Sid."}
 
 
 def test_small_talk_is_kept_in_recall_storage_but_not_in_the_memory_stream(
@@ -72,19 +72,19 @@ def test_small_talk_is_kept_in_recall_storage_but_not_in_the_memory_stream(
 
 def test_tools_chain_and_a_core_memory_edit_is_noted_after_the_step(stores: Stores) -> None:
     llm = ScriptedStream(
-        action("core_memory_append", True, label="human", content="Name: Sam."),
-        say("Nice to meet you, Sam."),
-        action("core_memory_replace", True, label="human", old_content="Sam", new_content="Ann"),
+        action("core_memory_append", True, label="human", content="Name: Sid."),
+        say("Nice to meet you, Sid."),
+        action("core_memory_replace", True, label="human", old_content="Sid", new_content="Ann"),
         say("Noted, Ann."),
     )
     agent = make_agent(llm, stores)
-    first = agent.respond(UserText("I'm Sam."))
+    first = agent.respond(UserText("I'm Sid."))
     assert [s.tool for s in first.steps] == ["core_memory_append", "send_message"]
     assert llm.calls[1][-2]["content"].startswith("[core_memory_append] human now holds")
     # The next step is told of the edit in a note; the prefix stays as it was sent.
     assert llm.calls[1][-1] == {
         "role": "system",
-        "content": "[core memory] added to human: Name: Sam.",
+        "content": "[core memory] added to human: Name: Sid.",
     }
     agent.respond(UserText("Sorry, I meant Ann."))
     assert llm.calls[3][-1] == {
@@ -137,11 +137,11 @@ def test_a_message_delivered_whole_counts_even_if_the_json_breaks_after_it(
 def test_a_message_cut_at_the_token_cap_is_kept_as_said_not_asked_again(
     stores: Stores,
 ) -> None:
-    cut = '{"message": "Beatrix lives in Porto. Porto is a city in Portugal, wi'
+    cut = '{"message": "Brigida lives in Parma. Parma is a city in Italy, wi'
     llm = ScriptedStream(cut, say("Never asked for."))
     pieces: list[str] = []
     turn = make_agent(llm, stores).respond(UserText("Where?"), on_text=pieces.append)
-    shown = "Beatrix lives in Porto. Porto is a city in Portugal, wi"
+    shown = "Brigida lives in Parma. Parma is a city in Italy, wi"
     assert turn.reply == shown and "".join(pieces) == shown and len(llm.calls) == 1
     assert recalled(stores)[-1] == ("assistant", shown)
 
@@ -189,10 +189,10 @@ def test_cancel_before_the_first_piece_returns_at_once_and_closes_the_stream(
     cancel = threading.Event()
     agent = make_agent(llm, stores)
     threading.Timer(0.2, cancel.set).start()
-    turn = agent.respond(UserText("Tell me a long story."), cancel=cancel)
+    turn = agent.respond(UserText("Tell me a long tale."), cancel=cancel)
     assert not llm.release.is_set(), "respond returned while the model was still silent"
     assert turn.interrupted and turn.reply == "" and turn.error is None
-    assert recalled(stores) == [("user", "Tell me a long story.")]
+    assert recalled(stores) == [("user", "Tell me a long tale.")]
     llm.release.set()
     assert llm.closed.wait(10), "the stream is closed once it gives its first piece"
 
@@ -261,26 +261,26 @@ def test_events_other_than_speech_are_kept_in_recall_only(stores: Stores) -> Non
 
 
 def test_retrieved_memories_come_just_before_the_event(stores: Stores) -> None:
-    stores.stream.add("User: My sister Beatrix lives in Porto.", importance=7)
-    llm = ScriptedStream(action("memory_search", True, query="sister"), say("In Porto."))
+    stores.stream.add("User: My sister Brigida lives in Parma.", importance=7)
+    llm = ScriptedStream(action("memory_search", True, query="sister"), say("In Parma."))
     make_agent(llm, stores).respond(UserText("Where does my sister live?"))
     for call in llm.calls:  # every step of the event: memories, then the event, then the steps
         memories = next(i for i, m in enumerate(call) if m["content"].startswith(MEMORIES_HEAD))
         assert call[memories]["role"] == "system"
-        assert "Beatrix lives in Porto" in call[memories]["content"]
+        assert "Brigida lives in Parma" in call[memories]["content"]
         assert call[memories + 1] == {"role": "user", "content": "Where does my sister live?"}
     assert llm.calls[1][: len(llm.calls[0])] == llm.calls[0]  # the second step extends the first
 
 
 def test_memories_already_in_view_are_not_retrieved_again(stores: Stores) -> None:
-    llm = ScriptedStream(say("Noted."), say("In Porto."))
+    llm = ScriptedStream(say("Noted."), say("In Parma."))
     agent = make_agent(llm, stores)
-    agent.respond(UserText("My sister Beatrix lives in Porto."))
-    agent.respond(UserText("Where does Beatrix live?"))
+    agent.respond(UserText("My sister Brigida lives in Parma."))
+    agent.respond(UserText("Where does Brigida live?"))
     assert not any(m["content"].startswith(MEMORIES_HEAD) for m in llm.calls[1])
     agent.context.evict()  # the first exchange leaves the window...
-    agent.respond(UserText("Where does Beatrix live, again?"))
-    assert "Beatrix lives in Porto" in llm.calls[2][-2]["content"]  # ...and comes back
+    agent.respond(UserText("Where does Brigida live, again?"))
+    assert "Brigida lives in Parma" in llm.calls[2][-2]["content"]  # ...and comes back
 
 
 def test_background_llm_work_waits_until_the_reply_is_done(stores: Stores) -> None:
@@ -332,12 +332,12 @@ def test_two_messages_in_one_turn_are_apart_and_loops_stop(stores: Stores) -> No
 
 def test_a_user_message_gets_an_answer_after_a_step_that_asked_for_none(stores: Stores) -> None:
     llm = ScriptedStream(
-        action("core_memory_append", label="human", content="Sister Beatrix lives in Porto."),
-        say("Noted: Beatrix lives in Porto."),
+        action("core_memory_append", label="human", content="Sister Brigida lives in Parma."),
+        say("Noted: Brigida lives in Parma."),
     )
-    turn = make_agent(llm, stores).respond(UserText("My sister Beatrix lives in Porto."))
+    turn = make_agent(llm, stores).respond(UserText("My sister Brigida lives in Parma."))
     assert [s.tool for s in turn.steps] == ["core_memory_append", "send_message"]
-    assert turn.reply == "Noted: Beatrix lives in Porto."
+    assert turn.reply == "Noted: Brigida lives in Parma."
     assert llm.calls[1][-1] == {
         "role": "system",
         "content": "[note] Now answer the user with send_message.",
@@ -369,21 +369,21 @@ def test_the_schema_lets_no_step_follow_a_message() -> None:
 
 def test_a_spoken_reply_cut_off_is_followed_by_a_note_of_what_was_heard(stores: Stores) -> None:
     llm = ScriptedStream(
-        say("Lisbon is sunny today. Tomorrow brings rain in the afternoon."),
+        say("Lugano is sunny today. Tomorrow brings rain in the afternoon."),
         say("Okay."),
     )
     agent = make_agent(llm, stores)
-    turn = agent.respond(UserUtterance("What's the weather in Lisbon?", 0.9))
+    turn = agent.respond(UserUtterance("What's the weather in Lugano?", 0.9))
     before = list(agent.context.fifo)
-    agent.heard_only("Lisbon is sunny today. Tomorrow")
+    agent.heard_only("Lugano is sunny today. Tomorrow")
 
     note = (
         "[the user interrupted the spoken reply; they heard only: "
-        "'Lisbon is sunny today. Tomorrow']"
+        "'Lugano is sunny today. Tomorrow']"
     )
     # The reply stays in the history as it was sent; the note follows it.
     assert agent.context.fifo == [*before, {"role": "system", "content": note}]
-    kept = "Lisbon is sunny today. Tomorrow [interrupted]"
+    kept = "Lugano is sunny today. Tomorrow [interrupted]"
     # The memory stream's record says what was heard; its change history keeps the whole reply.
     records = {r.text: r for r in stores.stream.list_memories(page_size=10).items}
     assert f"Brain OS: {kept}" in records and f"Brain OS: {turn.reply}" not in records
@@ -411,12 +411,12 @@ def test_the_user_is_in_recall_before_the_model_is_asked_and_in_the_stream_after
         return say("Noted, Rita.")
 
     agent = make_agent(ScriptedStream(reply), stores)
-    agent.respond(UserText("I am Rita and I live in Porto."))
+    agent.respond(UserText("I am Rita and I live in Parma."))
     # Asked with the words durable in recall; the stream record (embedding, near-copy check)
     # waited for the first token.
-    assert seen == {"recall": [("user", "I am Rita and I live in Porto.")], "stream": []}
+    assert seen == {"recall": [("user", "I am Rita and I live in Parma.")], "stream": []}
     records = {r.text: r.id for r in stores.stream.list_memories(page_size=10).items}
-    user = records["User: I am Rita and I live in Porto."]
+    user = records["User: I am Rita and I live in Parma."]
     assert "Brain OS: Noted, Rita." in records
     # The window knows the message shows its record: it is not retrieved for the next event.
     assert user in agent.context.in_view()
@@ -459,18 +459,18 @@ def test_a_restart_resumes_the_conversation_without_the_failure_apology(
     for role, text in [
         ("user", "Hi, I am Rita."),
         ("assistant", FALLBACK_MESSAGE),
-        ("user", "Where does Ana live?"),
-        ("assistant", "In Porto."),
+        ("user", "Where does Aya live?"),
+        ("assistant", "In Parma."),
     ]:
         stores.recall.append(role, text, conversation_id="main")
     # No saved window in the data folder: the window is rebuilt from recall.
     settings = Settings(data_dir=tmp_path / "data", agent=AgentSettings(reply_design=design))
     agent = open_agent(settings, ScriptedStream(say("Hello.")), stores)
     resumed = [str(m["content"]) for m in agent.context.fifo]
-    assert resumed[0] == "Hi, I am Rita." and resumed[1] == "Where does Ana live?"
+    assert resumed[0] == "Hi, I am Rita." and resumed[1] == "Where does Aya live?"
     # Each design's history keeps a message as that design writes one.
     if design == "plain":
-        assert resumed[2] == "In Porto."
+        assert resumed[2] == "In Parma."
     else:
-        assert json.loads(resumed[2]) == {"message": "In Porto."}
+        assert json.loads(resumed[2]) == {"message": "In Parma."}
     assert not any(FALLBACK_MESSAGE in text for text in resumed)

@@ -76,7 +76,7 @@ def cut_inside_its_message(output: str) -> bool:
 def short_message(rng: random.Random) -> str:
     """A message's short form, broken: a wrong type, a missing or misspelt key, extra keys,
     or cut off."""
-    good = say(rng.choice(["Hello there.", "Olá, Sam! 🎉", 'She said "hi"\n']))
+    good = say(rng.choice(["Hello there.", "Olá, Sid! 🎉", 'She said "hi"\n']))
     return rng.choice(
         [
             json.dumps({"message": rng.choice(WRONG_VALUES)}),

@@ -67,7 +67,7 @@ def test_a_fact_from_turn_1_is_retrieved_into_the_prompt_at_turn_25(
     # the window held at turn 25.
     config = AgentConfig(max_steps=2, max_errors=1, temperature=0.0)
     agent = Agent(llm, stores, context, config)
-    fact = "My sister Beatrix lives in Porto and works as a marine biologist."
+    fact = "My sister Brigida lives in Parma and works as a marine biologist."
     turns = [agent.respond(UserText(fact))]
     # Turns 2-24 only fill the window: their replies are scripted (the model would take
     # minutes over them); the first summary of evicted messages is the real model's.
@@ -87,7 +87,7 @@ def test_a_fact_from_turn_1_is_retrieved_into_the_prompt_at_turn_25(
     # or (a memory in view is not retrieved twice) in the model's own reply to it, when that
     # repeated the fact (the stream merges the repeat into the fact's record) and was kept
     # while the fact's message was evicted. Not only in the summary.
-    assert any("Beatrix lives in Porto" in m["content"] and not is_summary_note(m) for m in prompt)
+    assert any("Brigida lives in Parma" in m["content"] and not is_summary_note(m) for m in prompt)
     assert prompt[-1] == {"role": "user", "content": "Where does my sister live?"}
     assert all(turn.error is None for turn in turns)
     assert stores.recall.count() >= 48  # every message kept in recall storage
@@ -96,7 +96,7 @@ def test_a_fact_from_turn_1_is_retrieved_into_the_prompt_at_turn_25(
 def test_a_core_memory_replace_by_the_model_is_noted_in_the_next_prompt(
     fast_llm: LLMClient, stores: Stores
 ) -> None:
-    stores.core.append("human", "Name: Sam")
+    stores.core.append("human", "Name: Sid")
     llm = Recording(fast_llm)
     context = ContextWindow(instructions(), stores.core)
     # Only core_memory_replace on offer: the grammar makes the model call it.
@@ -106,19 +106,19 @@ def test_a_core_memory_replace_by_the_model_is_noted_in_the_next_prompt(
     config = AgentConfig(max_steps=1, max_errors=2, temperature=0.0)
     agent = Agent(llm, stores, context, config, tools=tools)
     turn = agent.respond(
-        UserText("My name is not Sam, it is Samuel. Replace Sam with Samuel in the human block.")
+        UserText("My name is not Sid, it is Sidney. Replace Sid with Sidney in the human block.")
     )
     done = [s for s in turn.steps if s.tool == "core_memory_replace" and not s.failed]
     assert done, turn
-    assert "Samuel" in stores.core.blocks["human"].value, [
+    assert "Sidney" in stores.core.blocks["human"].value, [
         (s.arguments, s.result) for s in turn.steps
     ]
     agent.respond(UserText("Thanks."))
-    assert "Samuel" not in llm.prompts[0][0]["content"]
+    assert "Sidney" not in llm.prompts[0][0]["content"]
     # The prefix stays as it was; a note after the step tells the edit.
     assert llm.prompts[-1][0] == llm.prompts[0][0]
     notes = [m["content"] for m in llm.prompts[-1] if m["content"].startswith("[core memory]")]
-    assert notes and "Samuel" in notes[-1]
+    assert notes and "Sidney" in notes[-1]
 
 
 def test_recall_search_pages(stores: Stores) -> None:

@@ -110,56 +110,56 @@ def relevant_lines(prompt: Sequence[Message]) -> list[str]:
 
 # Compact, as a model may write it: as_json would put spaces after the separators.
 COMPACT_GREETING = (
-    '{"tool":"send_message","arguments":{"message":"Nice to meet you, Sam."},'
+    '{"tool":"send_message","arguments":{"message":"Nice to meet you, Sid."},'
     '"request_heartbeat":false}'
 )
-WEATHER = "Sunny and warm in Lisbon today, with a light breeze in the afternoon."
+WEATHER = "Sunny and warm in Lugano today, with a light breeze in the afternoon."
 
 
 def test_a_conversation_only_ever_appends_to_the_prompt(stores: Stores) -> None:
     # More than one event's worth (5 a time): the second event shows the rest.
     for text in [
-        "User: My brother Tiago plays the cello.",
-        "User: I am allergic to peanuts.",
-        "User: My dentist appointment is on Friday.",
+        "User: My brother Timon plays the cello.",
+        "User: I am allergic to walnuts.",
+        "User: My barber appointment is on Friday.",
         "User: I drive a blue Fiat.",
         "User: My best friend is called Joana.",
-        "User: I work as a nurse at the city hospital.",
+        "User: I work as a welder at the city shipyard.",
         "User: I go running on Sunday mornings.",
         "User: My cat is named Pimenta.",
     ]:
         stores.stream.add(text, importance=6)
     model = ScriptedStream(
         # 1: a core-memory edit, chained to an answer the model writes compactly.
-        action("core_memory_append", True, label="human", content="Name: Sam. Lives in Lisbon."),
+        action("core_memory_append", True, label="human", content="Name: Sid. Lives in Lugano."),
         COMPACT_GREETING,
         # 2
-        say("Noted: Beatrix, a marine biologist in Porto."),
+        say("Noted: Brigida, a marine biologist in Parma."),
         # 3: spoken, and cut off
         say(WEATHER),
         # 4: a search, then the answer
         action("memory_search", True, query="sister work"),
-        say("Beatrix is a marine biologist in Porto."),
+        say("Brigida is a marine biologist in Parma."),
         # 5: a heartbeat that ends in a tool call, silently
-        action("archival_insert", content="Sam prefers tea to coffee."),
+        action("archival_insert", content="Sid prefers tea to coffee."),
         # 6
         say("You prefer tea to coffee."),
         # 7: a malformed reply, corrected
         '{"tool": "send_mess',
-        say("Your name is Sam."),
+        say("Your name is Sid."),
         # 8: a search with no answer: the agent asks for one
         action("recall_search", query="live", page=1),
-        say("In Lisbon."),
+        say("In Lugano."),
         # 9
-        say("You're welcome, Sam!"),
+        say("You're welcome, Sid!"),
     )
     # Every memory shown, however far from the message: which are shown is not tested here.
     chat = open_conversation(model, stores, least_similarity=-1.0)
-    chat.respond(UserText("Hi, I'm Sam. I live in Lisbon."))
-    chat.respond(UserText("My sister Beatrix works as a marine biologist in Porto."))
+    chat.respond(UserText("Hi, I'm Sid. I live in Lugano."))
+    chat.respond(UserText("My sister Brigida works as a marine biologist in Parma."))
     chat.respond(UserUtterance("What's the weather like today?", 0.9))
     chat.agent.heard_only("Sunny and warm in")
-    chat.edit_core_on_screen("human", "Name: Sam. Lives in Lisbon. Prefers tea to coffee.")
+    chat.edit_core_on_screen("human", "Name: Sid. Lives in Lugano. Prefers tea to coffee.")
     chat.respond(UserText("Where does my sister work?"))
     chat.respond(HeartbeatTick())
     chat.respond(UserText("Do I like coffee?"))
@@ -168,7 +168,7 @@ def test_a_conversation_only_ever_appends_to_the_prompt(stores: Stores) -> None:
     last = chat.respond(UserText("Thanks, that's all."))
 
     prompts = chat.llm.prompts
-    assert len(prompts) == 13 and last.reply == "You're welcome, Sam!"
+    assert len(prompts) == 13 and last.reply == "You're welcome, Sid!"
     assert [len(indices) for _, indices in chat.events] == [2, 1, 1, 2, 1, 1, 2, 2, 1]
     assert not any(turn.flushed for turn, _ in chat.events)
     assert assert_append_only(chat) == 12
@@ -178,8 +178,8 @@ def test_a_conversation_only_ever_appends_to_the_prompt(stores: Stores) -> None:
     assert "Prefers tea" not in final[0]["content"]
     notes = [m["content"] for m in final if m["content"].startswith("[core memory]")]
     assert notes == [
-        "[core memory] added to human: Name: Sam. Lives in Lisbon.",
-        "[core memory] human now reads:\nName: Sam. Lives in Lisbon. Prefers tea to coffee.",
+        "[core memory] added to human: Name: Sid. Lives in Lugano.",
+        "[core memory] human now reads:\nName: Sid. Lives in Lugano. Prefers tea to coffee.",
     ]
     # The model's own bytes are in the history, not a re-serialisation.
     assert {"role": "assistant", "content": COMPACT_GREETING} in final
@@ -196,26 +196,26 @@ def test_a_conversation_only_ever_appends_to_the_prompt(stores: Stores) -> None:
 
 
 def test_retrieved_memories_stay_and_are_not_shown_again_while_in_view(stores: Stores) -> None:
-    beatrix = stores.stream.add("User: My sister Beatrix lives in Porto.", importance=7)
-    replies = ("In Porto.", "Yes, she still does.", "She lives in Porto.")
+    brigida = stores.stream.add("User: My sister Brigida lives in Parma.", importance=7)
+    replies = ("In Parma.", "Yes, she still does.", "She lives in Parma.")
     chat = open_conversation(ScriptedStream(*map(say, replies)), stores)
     chat.respond(UserText("Where does my sister live?"))
     first = chat.llm.prompts[0]
-    assert first[-2]["content"].startswith(RELEVANT) and "Beatrix" in first[-2]["content"]
+    assert first[-2]["content"].startswith(RELEVANT) and "Brigida" in first[-2]["content"]
     assert first[-1] == {"role": "user", "content": "Where does my sister live?"}
 
-    chat.respond(UserText("Does my sister Beatrix still live in Porto?"))
+    chat.respond(UserText("Does my sister Brigida still live in Parma?"))
     second = chat.llm.prompts[1]
     assert_extends(first, second, "the next event")  # the block is still where it was
-    assert sum("Beatrix lives in Porto" in line for line in relevant_lines(second)) == 1
-    assert beatrix.id in chat.agent.context.in_view()
+    assert sum("Brigida lives in Parma" in line for line in relevant_lines(second)) == 1
+    assert brigida.id in chat.agent.context.in_view()
 
     # Evicting the block takes its memories out of view: the next event may show them again.
     evicted = chat.agent.context.evict()
     assert evicted[0] == first[-2]
-    assert beatrix.id not in chat.agent.context.in_view()
-    chat.respond(UserText("Remind me where Beatrix lives."))
-    assert "Beatrix lives in Porto" in chat.llm.prompts[2][-2]["content"]
+    assert brigida.id not in chat.agent.context.in_view()
+    chat.respond(UserText("Remind me where Brigida lives."))
+    assert "Brigida lives in Parma" in chat.llm.prompts[2][-2]["content"]
 
 
 def test_core_memory_edits_are_noted_and_restated_with_a_flush_s_summary(stores: Stores) -> None:
@@ -252,7 +252,7 @@ def test_core_memory_edits_are_noted_and_restated_with_a_flush_s_summary(stores:
 
 def test_the_model_s_own_text_is_kept_as_written(stores: Stores) -> None:
     spaced = (
-        '{ "tool" : "send_message",\n  "arguments": {"message": "Olá, Sam!"},\n'
+        '{ "tool" : "send_message",\n  "arguments": {"message": "Olá, Sid!"},\n'
         '  "request_heartbeat": false }'
     )
     chat = open_conversation(ScriptedStream(spaced), stores)
@@ -267,15 +267,15 @@ def test_the_model_s_own_text_is_kept_as_written(stores: Stores) -> None:
 def test_a_conversation_with_the_real_model_only_appends(
     fast_llm: LLMClient, fast_settings: Settings, stores: Stores
 ) -> None:
-    stores.stream.add("User: My brother Tiago plays the cello.", importance=6)
+    stores.stream.add("User: My brother Timon plays the cello.", importance=6)
     # The client is wrapped, so it is driven through the JSON action, as the local server is.
     window = fast_settings.llm.context_window
     chat = open_conversation(fast_llm, stores, window, max_steps=3, max_errors=1, temperature=0.0)
-    chat.respond(UserText("Hi, I'm Sam. Please remember that my name is Sam."))
-    chat.respond(UserText("My sister Beatrix works as a marine biologist in Porto."))
+    chat.respond(UserText("Hi, I'm Sid. Please remember that my name is Sid."))
+    chat.respond(UserText("My sister Brigida works as a marine biologist in Parma."))
     spoken = chat.respond(UserUtterance("Tell me about the weather in spring.", 0.9))
     chat.agent.heard_only(" ".join(spoken.reply.split()[:3]))
-    chat.edit_core_on_screen("human", "Name: Sam. Prefers tea to coffee.")
+    chat.edit_core_on_screen("human", "Name: Sid. Prefers tea to coffee.")
     chat.respond(UserText("Where does my sister work?"))
     chat.respond(UserText("What does my brother play?"))
     chat.respond(HeartbeatTick())

@@ -38,7 +38,7 @@ LONG = "I spent the whole afternoon repotting the fern, the ivy and the two cact
 class HeldSummaries:
     """A background model whose summaries wait until released (each call is recorded)."""
 
-    def __init__(self, summary: str = "Sam repotted plants all afternoon.") -> None:
+    def __init__(self, summary: str = "Sid repotted plants all afternoon.") -> None:
         self.summary = summary
         self.release = threading.Event()
         self.asked: list[list[Message]] = []
@@ -114,14 +114,14 @@ def test_a_full_window_is_summarised_in_the_background_and_swapped_in_at_a_turn(
     kept_before = agent.context.messages()
     background.release.set()
     assert agent.compactor.wait(10)
-    assert agent.context.summary == "Sam repotted plants all afternoon."
+    assert agent.context.summary == "Sid repotted plants all afternoon."
     assert agent.context.pressure() < before
     now = agent.context.messages()
     assert "0: I spent" not in json.dumps(now)
     assert now[0] == kept_before[0], "the prefix is as it was sent"
     assert now[-1] == {
         "role": "system",
-        "content": "[summary of the earlier conversation]\nSam repotted plants all afternoon.",
+        "content": "[summary of the earlier conversation]\nSid repotted plants all afternoon.",
     }
     assert now[1:-1] == kept_before[len(kept_before) - len(now) + 2 :], "the rest kept in order"
     # And the note was read ahead at once, so the next turn does not read it.
@@ -226,10 +226,10 @@ def test_a_broken_saved_window_is_rebuilt_from_recall(
     stores: Stores, tmp_path: Path, embedder: OnnxSentenceEmbedder, caplog: Any
 ) -> None:
     settings = make_settings("fast", tmp_path / "data", tmp_path / "cache")
-    agent = open_agent(settings, ScriptedStream(say("Hello, Sam.")), stores)
-    agent.respond(UserText("Hi, I'm Sam."))
+    agent = open_agent(settings, ScriptedStream(say("Hello, Sid.")), stores)
+    agent.respond(UserText("Hi, I'm Sid."))
     saved = settings.data_dir / CONTEXT_FILE
-    assert json.loads(saved.read_text())["fifo"][-1]["content"] == say("Hello, Sam.")
+    assert json.loads(saved.read_text())["fifo"][-1]["content"] == say("Hello, Sid.")
     reopened = open_agent(settings, ScriptedStream(say("Hi.")), stores)
     assert reopened.context.messages() == agent.context.messages()
 
@@ -237,7 +237,7 @@ def test_a_broken_saved_window_is_rebuilt_from_recall(
         saved.write_bytes(broken)
         rebuilt = open_agent(settings, ScriptedStream(say("Hi.")), stores)
         contents = [m["content"] for m in rebuilt.context.fifo]
-        assert "Hi, I'm Sam." in contents, "the conversation came back from recall storage"
+        assert "Hi, I'm Sid." in contents, "the conversation came back from recall storage"
     assert "rebuilding it" in caplog.text
 
 
@@ -337,7 +337,7 @@ def test_a_window_saved_with_the_summary_on_top_opens_with_it_as_a_note(
     saved = {
         "format": 1,
         "instructions": instructions(),
-        "summary": "Sam moved to Leeds.",
+        "summary": "Sid moved to Luton.",
         "core_snapshot": "",
         "core_seen": {},
         "fifo": [{"role": "user", "content": "Hello again."}],
@@ -346,17 +346,17 @@ def test_a_window_saved_with_the_summary_on_top_opens_with_it_as_a_note(
     (tmp_path / "w.json").write_text(json.dumps(saved))
     context = ContextWindow(instructions(), stores.core)
     assert load_context(tmp_path / "w.json", context)
-    assert context.summary == "Sam moved to Leeds."
+    assert context.summary == "Sid moved to Luton."
     assert context.fifo == [
-        {"role": "system", "content": "[summary of the earlier conversation]\nSam moved to Leeds."},
+        {"role": "system", "content": "[summary of the earlier conversation]\nSid moved to Luton."},
         {"role": "user", "content": "Hello again."},
     ]
 
 
 def test_a_summary_cut_off_by_the_token_limit_keeps_its_whole_sentences() -> None:
-    cut = '{"summary": "Sam moved to Leeds. His sister \\"Bea\\" lives in Porto.\\nHe likes te'
-    assert cut_summary(cut) == 'Sam moved to Leeds. His sister "Bea" lives in Porto.'
-    assert cut_summary('{"summary": "Sam moved to Le') == "Sam moved to Le"
+    cut = '{"summary": "Sid moved to Luton. His sister \\"Bea\\" lives in Parma.\\nHe likes te'
+    assert cut_summary(cut) == 'Sid moved to Luton. His sister "Bea" lives in Parma.'
+    assert cut_summary('{"summary": "Sid moved to Lu') == "Sid moved to Lu"
     assert cut_summary('{"summary": "Ends on an escape\\') == "Ends on an escape"
     assert cut_summary("Not JSON at all.") == ""
 

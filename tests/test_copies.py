@@ -14,27 +14,27 @@ from assistant.agent.turn import AgentConfig
 from tests.agent_helpers import ScriptedStream, say
 
 JOB = "I'm so happy! A new job, how exciting."
-LEEDS = "Good for you, Leeds is a great city! I'll remember that."
+LUTON = "Good for you, Luton is a great city! I'll remember that."
 
 
 def test_the_first_sentences_of_a_reply_are_its_opening() -> None:
-    assert opening(LEEDS) == "Good for you, Leeds is a great city!"
+    assert opening(LUTON) == "Good for you, Luton is a great city!"
     assert opening(JOB) == JOB, "'I'm so happy!' alone is too short to tell"
     assert opening("Dr. Ruiz is at 3 p.m. on Friday") == "Dr. Ruiz is at 3 p.m."
     assert opening("No end at all") == "No end at all"
-    replies = RecentReplies([LEEDS, "Okay.", "Good for you, leeds is a  great city!"])
-    assert replies.openings() == ("good for you, leeds is a great city!",), "one word goes"
+    replies = RecentReplies([LUTON, "Okay.", "Good for you, luton is a  great city!"])
+    assert replies.openings() == ("good for you, luton is a great city!",), "one word goes"
     replies = RecentReplies(f"Reply number {n} to you." for n in range(RECENT + 5))
     assert len(replies.openings()) == RECENT and "reply number 0 to you." not in replies.openings()
 
 
 def test_the_guard_holds_a_copy_and_lets_a_new_reply_through_once_it_parts() -> None:
-    openings = RecentReplies([LEEDS]).openings()
+    openings = RecentReplies([LUTON]).openings()
     guard = OpeningGuard(unwanted=openings)
-    assert guard.feed("Good for you, Leeds is a great city!") == "" and guard.refused
+    assert guard.feed("Good for you, Luton is a great city!") == "" and guard.refused
     guard = OpeningGuard(unwanted=openings)
     assert guard.feed("Good for you") == ""
-    assert guard.feed(", Sam!") == "Good for you, Sam!", "released the moment it parts"
+    assert guard.feed(", Sid!") == "Good for you, Sid!", "released the moment it parts"
 
 
 def test_a_reply_copying_an_earlier_one_is_asked_again(stores: Stores) -> None:

@@ -15,10 +15,10 @@ def test_edits_persist_privately_and_render_the_same_bytes(tmp_path: Path) -> No
     core = CoreMemory(path, limit=60)
     before = core.render()
     assert CoreMemory(path, limit=60).render() == before  # nothing saved yet: the defaults
-    assert core.append("human", "Name: Sam.") == "human now holds 10/60 characters"
-    core.append("human", "Sister: Beatrix, Porto.")
-    core.replace("human", "Sam", "Samuel")
-    assert core.blocks["human"].value == "Name: Samuel.\nSister: Beatrix, Porto."
+    assert core.append("human", "Name: Sid.") == "human now holds 10/60 characters"
+    core.append("human", "Sister: Brigida, Parma.")
+    core.replace("human", "Sid", "Sidney")
+    assert core.blocks["human"].value == "Name: Sidney.\nSister: Brigida, Parma."
     assert stat.S_IMODE(path.stat().st_mode) == 0o600
     again = CoreMemory(path, limit=60)
     assert again.render() == core.render() != before
@@ -33,7 +33,7 @@ def test_bad_edits_say_what_to_fix(tmp_path: Path) -> None:
     with pytest.raises(CoreMemoryError, match="no core memory block 'boss'"):
         core.append("boss", "x")
     with pytest.raises(CoreMemoryError, match="not found in human"):
-        core.replace("human", "Bob", "Rob")
+        core.replace("human", "Bob", "Reg")
     with pytest.raises(CoreMemoryError, match="nothing to append"):
         core.append("human", "   ")
     assert core.blocks["human"].value == ""

@@ -28,7 +28,7 @@ def chunks(*spans: tuple[str, str, str]) -> dict[str, Any]:
 DAY = chunks(
     ("07:00", "08:00", "Breakfast"),
     ("08:00", "12:00", "Write the quarterly report"),
-    ("12:00", "13:00", "Lunch with Ana"),
+    ("12:00", "13:00", "Lunch with Aya"),
     ("13:00", "17:00", "Dentist at 15:00, then email"),
     ("17:00", "19:00", "Gym"),
     ("19:00", "22:00", "Dinner and rest"),
@@ -57,7 +57,7 @@ def planner_for(stream: MemoryStream, clock: Clock, llm: ScriptedSteps) -> DayPl
         stream,
         llm,
         clock,
-        about_user=lambda: "Name: Rui. Works from home; gym on Mondays.",
+        about_user=lambda: "Name: Rik. Works from home; gym on Mondays.",
         context=lambda day: ["Reminder at 15:00: dentist"],
     )
 
@@ -85,7 +85,7 @@ def test_the_day_is_planned_from_what_the_user_said_then_broken_into_hours(
     # Breakfast ended before now: not planned.
     assert texts(planner) == [
         "Plan for Mon 23 Nov, 08:00-12:00: Write the quarterly report",
-        "Plan for Mon 23 Nov, 12:00-13:00: Lunch with Ana",
+        "Plan for Mon 23 Nov, 12:00-13:00: Lunch with Aya",
         "Plan for Mon 23 Nov, 13:00-17:00: Dentist at 15:00, then email",
         "Plan for Mon 23 Nov, 17:00-19:00: Gym",
         "Plan for Mon 23 Nov, 19:00-22:00: Dinner and rest",
@@ -130,24 +130,24 @@ def test_nothing_is_planned_unasked_for_a_user_it_knows_nothing_about(
 
 
 def test_facts_about_people_are_no_ground_for_a_plan(stream: MemoryStream, clock: Clock) -> None:
-    """The heartbeat plans only from what the user said about their time: "My sister Ana
+    """The heartbeat plans only from what the user said about their time: "My sister Aya
     teaches maths" became "Go to the library to study maths" in the judgement probes."""
     llm = ScriptedSteps(DAY)
     planner = DayPlanner(
-        stream, llm, clock, about_user=lambda: "Name: Rui. Sister Ana teaches maths in Porto."
+        stream, llm, clock, about_user=lambda: "Name: Rik. Sister Aya teaches maths in Parma."
     )
-    stream.add("User: My sister Ana teaches maths at a school in Porto.", source="user")
-    stream.add("User: My friend Tom retired last year.", source="user")
+    stream.add("User: My sister Aya teaches maths at a school in Parma.", source="user")
+    stream.add("User: My friend Tor retired last year.", source="user")
     clock.advance(hours=1)
     assert planner.step() is None and llm.requests == [], "what they told of others is theirs"
     with pytest.raises(PlanError, match="nothing to plan from"):
         planner.plan_day()  # asked: one clear line, no day made up
     assert llm.requests == []
-    stream.add("User: I want to learn Portuguese before my trip.", source="user")
+    stream.add("User: I want to learn Italian before my trip.", source="user")
     clock.advance(minutes=5)
     assert planner.step() == "planned the day in 5 chunks"
     asked = llm.requests[0][1]["content"]
-    assert "learn Portuguese" in asked and "Sister Ana" in asked, "who they are, as context"
+    assert "learn Italian" in asked and "Sister Aya" in asked, "who they are, as context"
     assert "teaches maths at a school" not in asked and "retired" not in asked
 
 
@@ -177,7 +177,7 @@ def test_a_stale_plan_is_rewritten_around_the_users_own_chunks(
 ) -> None:
     replanned = chunks(
         ("11:00", "12:00", "Email the finished report"),
-        ("12:00", "13:00", "Lunch with Ana"),
+        ("12:00", "13:00", "Lunch with Aya"),
         ("13:00", "18:00", "Dentist, then a walk"),
         ("18:00", "20:00", "Gym"),
         ("20:00", "22:00", "Dinner and rest"),
@@ -187,7 +187,7 @@ def test_a_stale_plan_is_rewritten_around_the_users_own_chunks(
     planner.step()
     planner.step()
     lunch = next(p for p in planner.today() if "Lunch" in p.record.text)
-    stream.edit(lunch.record.id, text="Plan for Mon 23 Nov, 12:00-13:30: Lunch with Ana and Joana")
+    stream.edit(lunch.record.id, text="Plan for Mon 23 Nov, 12:00-13:30: Lunch with Aya and Joana")
     clock.advance(hours=2, minutes=30)  # 11:00: the first hour chunks are over
     planner.changed("task t-1 done: the report is finished")
     assert planner.step() == (
@@ -195,16 +195,16 @@ def test_a_stale_plan_is_rewritten_around_the_users_own_chunks(
     )
     asked = llm.requests[2][1]["content"]
     assert "the report is finished" in asked
-    assert "12:00-13:30 Lunch with Ana and Joana" in asked.split("Fixed (keep as they are):")[1]
+    assert "12:00-13:30 Lunch with Aya and Joana" in asked.split("Fixed (keep as they are):")[1]
     assert "13:00-17:00 Dentist at 15:00, then email" in asked.split("Current plan")[1]
     now = texts(planner)
     # Over before 11:00: kept; the user's edit: kept; the planner's other chunks: replaced.
     assert "Plan for Mon 23 Nov, 08:00-09:00: Gather the sales figures" in now
-    assert "Plan for Mon 23 Nov, 12:00-13:30: Lunch with Ana and Joana" in now
+    assert "Plan for Mon 23 Nov, 12:00-13:30: Lunch with Aya and Joana" in now
     assert "Plan for Mon 23 Nov, 13:00-18:00: Dentist, then a walk" in now
     assert not any("Dentist at 15:00" in t for t in now)
     assert not any("Write the quarterly report" in t for t in now)
-    assert now.count("Plan for Mon 23 Nov, 12:00-13:00: Lunch with Ana") == 1
+    assert now.count("Plan for Mon 23 Nov, 12:00-13:00: Lunch with Aya") == 1
 
 
 def test_a_malformed_plan_stores_nothing_and_says_why(stream: MemoryStream, clock: Clock) -> None:
@@ -262,7 +262,7 @@ def test_a_break_down_that_strays_is_cut_to_its_chunk_or_not_tried_again(
         "09:00-10:00: Inside",
         "11:30-12:00: Ends after it",
     ]
-    lunch = next(p for p in planner.today() if "Lunch with Ana" in p.record.text)
+    lunch = next(p for p in planner.today() if "Lunch with Aya" in p.record.text)
     clock.advance(hours=4)  # 12:30: lunch is the current chunk; the model misses it
     with pytest.raises(PlanError, match="fell outside"):
         planner.step()

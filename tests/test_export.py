@@ -41,9 +41,9 @@ def fill(stream: MemoryStream, clock: Clock) -> None:
     """Every kind, pinned and deleted records, a reflection citing a reflection citing an
     observation, event times set and unset, unicode, emoji, several lines, each importance state,
     two sources and a utility."""
-    anna = stream.add("My sister Anna lives in Lisbon 🇵🇹.", importance=6)
+    anna = stream.add("My sister Anna lives in Lugano 🇨🇭.", importance=6)
     clock.advance(hours=1)
-    stream.add("My sister Anna lives in Lisbon 🇵🇹.", source="import")
+    stream.add("My sister Anna lives in Lugano 🇨🇭.", source="import")
     shopping = stream.add(
         "Shopping list:\n- milk\n- eggs\n\n\"quoted\", 'single' & <b>tags</b> #hash [[not a link]]",
         source="assistant",

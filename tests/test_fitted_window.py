@@ -35,7 +35,7 @@ def test_a_loop_is_cut_back_to_its_first_turn() -> None:
     )
     assert loop_cut("Hello. Hello. Hello.") == "Hello."
     assert loop_cut("Five, five.") == "Five,"
-    assert loop_cut("I prefer tea over coffee.") is None
+    assert loop_cut("I prefer cocoa over cider.") is None
     # Drifted, or repeating only its end: not a loop this cut can vouch for.
     assert loop_cut("Unless it rains, unless it rains, unless it snows") is None
     assert loop_cut("I said it again and again and again") is None

@@ -88,18 +88,18 @@ def test_facts_are_learnt_in_batches_and_linked_to_their_memories(
     stream: MemoryStream, store: GraphStore, embedder: OnnxSentenceEmbedder
 ) -> None:
     said = [
-        stream.add("User: My sister Ana lives in Porto and works as a nurse.", source="user"),
+        stream.add("User: My sister Aya lives in Parma and works as a nurse.", source="user"),
         stream.add("User: I had pasta for lunch.", source="user"),
-        stream.add("User: Ana is getting married in June.", source="user"),
+        stream.add("User: Aya is getting married in June.", source="user"),
     ]
     llm = GraphLLM(
         [
             facts(
-                (1, "Ana", "is sister of", "user"),
-                (1, "Ana", "lives in", "Porto"),
-                (1, "Ana", "works as", "nurse"),
+                (1, "Aya", "is sister of", "user"),
+                (1, "Aya", "lives in", "Parma"),
+                (1, "Aya", "works as", "nurse"),
                 (1, "user", "said", "hello"),  # about the talk: left out
-                (3, "Ana", "is getting married in", "June"),
+                (3, "Aya", "is getting married in", "June"),
             )
         ],
         [],
@@ -108,20 +108,20 @@ def test_facts_are_learnt_in_batches_and_linked_to_their_memories(
     learnt = graph.learn(said)
     assert (learnt.read, learnt.triplets, learnt.replaced) == (3, 4, 0)
     # One extraction for the batch and no other question: the wedding (third memory) is about
-    # Ana, known from the first, but no known fact about her is about the same aspect, so it
+    # Aya, known from the first, but no known fact about her is about the same aspect, so it
     # cannot replace one. (The names are far apart: no question about entities.)
     assert learnt.llm_calls == 1 and len(llm.calls) == 1
-    assert "1. User: My sister Ana" in llm.asked(EXTRACT)[0]
-    assert current_texts(store, "Ana") == {
-        "Ana is sister of user",
-        "Ana lives in Porto",
-        "Ana works as nurse",
-        "Ana is getting married in June",
+    assert "1. User: My sister Aya" in llm.asked(EXTRACT)[0]
+    assert current_texts(store, "Aya") == {
+        "Aya is sister of user",
+        "Aya lives in Parma",
+        "Aya works as nurse",
+        "Aya is getting married in June",
     }
     triplets = store.triplets_about([e.id for e in store.all_entities()[0]])
     by_text = {t.text: t for t in triplets}
-    assert by_text["Ana lives in Porto"].episodes == (said[0].id,)
-    assert by_text["Ana is getting married in June"].episodes == (said[2].id,)
+    assert by_text["Aya lives in Parma"].episodes == (said[0].id,)
+    assert by_text["Aya is getting married in June"].episodes == (said[2].id,)
     # The lunch memory gave nothing and is not read again; nothing is asked a second time.
     assert store.episode_sizes([r.id for r in said]) == {
         said[0].id: 3,
@@ -134,29 +134,29 @@ def test_facts_are_learnt_in_batches_and_linked_to_their_memories(
 def test_a_changed_fact_replaces_the_old_one_which_keeps_its_valid_until(
     stream: MemoryStream, store: GraphStore, embedder: OnnxSentenceEmbedder, clock: Clock
 ) -> None:
-    porto = stream.add("User: Ana lives in Porto.", source="user")
+    parma = stream.add("User: Aya lives in Parma.", source="user")
     clock.advance(days=30)
-    lisbon = stream.add("User: Ana moved to Lisbon last week.", source="user")
+    lugano = stream.add("User: Aya moved to Lugano last week.", source="user")
     llm = GraphLLM(
-        [facts((1, "Ana", "lives in", "Porto")), facts((1, "Ana", "lives in", "Lisbon"))],
+        [facts((1, "Aya", "lives in", "Parma")), facts((1, "Aya", "lives in", "Lugano"))],
         [replaced((1, "a"))],
     )
     graph = KnowledgeGraph(store, embedder, llm, batch=1)
-    assert graph.learn([porto, lisbon]).replaced == 1
-    assert "1. Ana lives in Porto" in llm.asked(OUTDATED)[0]
-    assert current_texts(store, "Ana") == {"Ana lives in Lisbon"}
+    assert graph.learn([parma, lugano]).replaced == 1
+    assert "1. Aya lives in Parma" in llm.asked(OUTDATED)[0]
+    assert current_texts(store, "Aya") == {"Aya lives in Lugano"}
     history = {t.text: t for t in store.triplets_about([e.id for e in store.all_entities()[0]])}
-    old, new = history["Ana lives in Porto"], history["Ana lives in Lisbon"]
+    old, new = history["Aya lives in Parma"], history["Aya lives in Lugano"]
     # It stopped holding when the move happened ("last week", the memory's event time), not
     # when it was said.
-    assert lisbon.event_time is not None and lisbon.event_time < lisbon.created_at
-    assert old.valid_from == porto.created_at and old.valid_until == lisbon.event_time
+    assert lugano.event_time is not None and lugano.event_time < lugano.created_at
+    assert old.valid_from == parma.created_at and old.valid_until == lugano.event_time
     assert old.replaced_by == new.id and new.current
     # Both come back from a search; the fact that holds now first, the past one marked.
-    result = graph_search(store, "Where does Ana live?")
+    result = graph_search(store, "Where does Aya live?")
     texts = [t.describe() for t in result.triplets]
-    assert texts[0] == "Ana lives in Lisbon"
-    assert "Ana lives in Porto (until" in " ".join(texts)
+    assert texts[0] == "Aya lives in Lugano"
+    assert "Aya lives in Parma (until" in " ".join(texts)
 
 
 def test_i_in_a_users_memory_is_the_user(
@@ -164,64 +164,64 @@ def test_i_in_a_users_memory_is_the_user(
 ) -> None:
     """Small models write "I" where the rules ask for "user": it is the same person, so the
     move meets the old fact."""
-    berlin = stream.add("User: I live in Berlin.", source="user")
+    bremen = stream.add("User: I live in Bremen.", source="user")
     clock.advance(days=30)
-    munich = stream.add("User: I moved to Munich.", source="user")
+    minden = stream.add("User: I moved to Minden.", source="user")
     said = stream.add("Assistant: I speak Portuguese too.", source="assistant")
     llm = GraphLLM(
         [
-            facts((1, "user", "lives in", "Berlin")),
-            facts((1, "I", "moved to", "Munich")),
+            facts((1, "user", "lives in", "Bremen")),
+            facts((1, "I", "moved to", "Minden")),
             facts((1, "I", "speaks", "Portuguese")),
         ],
         [replaced((1, "a"))],
     )
     graph = KnowledgeGraph(store, embedder, llm, batch=1)
-    assert graph.learn([berlin, munich, said]).replaced == 1
-    assert current_texts(store, "user") == {"user moved to Munich"}
+    assert graph.learn([bremen, minden, said]).replaced == 1
+    assert current_texts(store, "user") == {"user moved to Minden"}
     assert current_texts(store, "assistant") == {"assistant speaks Portuguese"}
     assert not any(e.name == "I" for e in store.all_entities()[0])
 
 
 def test_a_fact_stays_the_persons_whose_sentence_states_it() -> None:
-    """The 1.5B model gave "Hi, I'm Marta. My brother Luis lives in Valencia and works as a
-    nurse." as (Marta, lives in, Valencia) and (Marta, works as, nurse): a person's fact is
+    """The 1.5B model gave "Hi, I'm Malin. My brother Lars lives in Valletta and works as a
+    nurse." as (Malin, lives in, Valletta) and (Malin, works as, nurse): a person's fact is
     kept only from a sentence that names them (or, after one that did, says "he" or "she");
     the speaker's, from one that is not about someone they name."""
-    said = "User: Hi, I'm Marta. My brother Luis lives in Valencia and works as a nurse."
+    said = "User: Hi, I'm Malin. My brother Lars lives in Valletta and works as a nurse."
     llm = ScriptedLLM(
         facts(
-            (1, "Marta", "lives in", "Valencia"),
+            (1, "Malin", "lives in", "Valletta"),
             (1, "user", "works as", "nurse"),
-            (1, "user", "has brother", "Luis"),
-            (1, "Luis", "lives in", "Valencia"),
-            (1, "Luis", "works as", "nurse"),
-            (1, "user", "is named", "Marta"),
-            (1, "user", "retired", "Luis"),  # Luis is named, but this is no kin relation
+            (1, "user", "has brother", "Lars"),
+            (1, "Lars", "lives in", "Valletta"),
+            (1, "Lars", "works as", "nurse"),
+            (1, "user", "is named", "Malin"),
+            (1, "user", "retired", "Lars"),  # Lars is named, but this is no kin relation
         )
     )
     kept = extract(llm, [said])
     assert kept is not None
     assert [(t.subject, t.relation, t.object) for t in kept] == [
-        ("user", "has brother", "Luis"),
-        ("Luis", "lives in", "Valencia"),
-        ("Luis", "works as", "nurse"),
-        ("user", "is named", "Marta"),
+        ("user", "has brother", "Lars"),
+        ("Lars", "lives in", "Valletta"),
+        ("Lars", "works as", "nurse"),
+        ("user", "is named", "Malin"),
     ]
-    told = "Caroline: My sister Ana moved to Lyon. She teaches piano. I went hiking today."
+    told = "Clemence: My sister Aya moved to Lyon. She teaches piano. I went hiking today."
     llm = ScriptedLLM(
         facts(
-            (1, "Ana", "teaches", "piano"),  # "she", after the sentence that named Ana
-            (1, "Caroline", "went", "hiking"),  # the speaker, named before the colon
-            (1, "Caroline", "moved to", "Lyon"),
+            (1, "Aya", "teaches", "piano"),  # "she", after the sentence that named Aya
+            (1, "Clemence", "went", "hiking"),  # the speaker, named before the colon
+            (1, "Clemence", "moved to", "Lyon"),
             (1, "weather", "was", "hiking"),  # a thing, not someone: left to the other checks
         )
     )
     kept = extract(llm, [told])
     assert kept is not None
     assert [(t.subject, t.object) for t in kept] == [
-        ("Ana", "piano"),
-        ("Caroline", "hiking"),
+        ("Aya", "piano"),
+        ("Clemence", "hiking"),
         ("weather", "hiking"),
     ]
 
@@ -229,9 +229,9 @@ def test_a_fact_stays_the_persons_whose_sentence_states_it() -> None:
 def test_a_fact_said_again_is_one_triplet_with_two_episodes(
     stream: MemoryStream, store: GraphStore, embedder: OnnxSentenceEmbedder
 ) -> None:
-    first = stream.add("User: Ana loves jazz.", source="user")
-    again = stream.add("User: We went to a concert on Friday, since Ana loves jazz.", source="user")
-    llm = GraphLLM([facts((1, "Ana", "loves", "jazz")), facts((1, "ana", "loves", "Jazz"))])
+    first = stream.add("User: Aya loves jazz.", source="user")
+    again = stream.add("User: We went to a concert on Friday, since Aya loves jazz.", source="user")
+    llm = GraphLLM([facts((1, "Aya", "loves", "jazz")), facts((1, "aya", "loves", "Jazz"))])
     graph = KnowledgeGraph(store, embedder, llm, batch=1)
     assert graph.learn([first, again]).triplets == 1
     [triplet] = store.triplets_about([e.id for e in store.all_entities()[0]])
@@ -243,16 +243,16 @@ def test_a_fact_said_again_is_one_triplet_with_two_episodes(
     [
         RuntimeError("the server is down"),
         {},
-        {"triplets": "Ana lives in Porto"},
-        {"triplets": [{"memory": 7, "subject": "Ana", "relation": "is", "object": "x"}]},
-        {"triplets": [{"memory": 1, "subject": "Ana", "relation": 3, "object": "x"}]},
+        {"triplets": "Aya lives in Parma"},
+        {"triplets": [{"memory": 7, "subject": "Aya", "relation": "is", "object": "x"}]},
+        {"triplets": [{"memory": 1, "subject": "Aya", "relation": 3, "object": "x"}]},
         {"triplets": [None]},
     ],
 )
 def test_a_broken_or_empty_extraction_changes_nothing(
     stream: MemoryStream, store: GraphStore, embedder: OnnxSentenceEmbedder, reply: Any
 ) -> None:
-    said = stream.add("User: Ana lives in Porto.", source="user")
+    said = stream.add("User: Aya lives in Parma.", source="user")
     graph = KnowledgeGraph(store, embedder, GraphLLM([reply]))
     assert graph.learn([said]).read == 0
     assert store.all_entities()[0] == [] and store.episode_sizes([said.id]) == {}
@@ -266,13 +266,13 @@ def test_a_broken_or_empty_extraction_changes_nothing(
 def test_a_broken_replacement_answer_keeps_both_facts(
     stream: MemoryStream, store: GraphStore, embedder: OnnxSentenceEmbedder, reply: Any
 ) -> None:
-    porto = stream.add("User: Ana lives in Porto.", source="user")
-    lisbon = stream.add("User: Ana moved to Lisbon.", source="user")
+    parma = stream.add("User: Aya lives in Parma.", source="user")
+    lugano = stream.add("User: Aya moved to Lugano.", source="user")
     llm = GraphLLM(
-        [facts((1, "Ana", "lives in", "Porto")), facts((1, "Ana", "lives in", "Lisbon"))], [reply]
+        [facts((1, "Aya", "lives in", "Parma")), facts((1, "Aya", "lives in", "Lugano"))], [reply]
     )
-    KnowledgeGraph(store, embedder, llm, batch=1).learn([porto, lisbon])
-    assert current_texts(store, "Ana") == {"Ana lives in Porto", "Ana lives in Lisbon"}
+    KnowledgeGraph(store, embedder, llm, batch=1).learn([parma, lugano])
+    assert current_texts(store, "Aya") == {"Aya lives in Parma", "Aya lives in Lugano"}
 
 
 def test_names_of_one_thing_become_one_entity_with_aliases(
@@ -309,8 +309,8 @@ def test_no_answer_on_a_name_makes_a_new_entity(
     store: GraphStore, embedder: OnnxSentenceEmbedder
 ) -> None:
     graph = KnowledgeGraph(store, embedder, ScriptedLLM(RuntimeError("down")))
-    ana = graph.resolve("Ana")
-    assert graph.resolve("Ana Silva").id != ana.id
+    aya = graph.resolve("Aya")
+    assert graph.resolve("Aya Silva").id != aya.id
 
 
 def test_the_episode_score_is_the_papers_formula() -> None:
@@ -344,12 +344,12 @@ def chain(store: GraphStore, names: Sequence[str], episodes: Sequence[str]) -> l
 def test_search_expands_breadth_first_within_depth_and_width(
     store: GraphStore, embedder: OnnxSentenceEmbedder
 ) -> None:
-    names = ["Ana", "Bruno", "Carla", "Duarte", "Elisa", "Filipe"]
+    names = ["Aya", "Bruno", "Carla", "Duarte", "Elisa", "Filipe"]
     chain(store, names, [f"m{i}" for i in range(5)])
 
     def found(depth: int, width: int = 3) -> list[str]:
         config = GraphSearchConfig(k=1, depth=depth, width=width)
-        result = graph_search(store, "Who does Ana know?", config)
+        result = graph_search(store, "Who does Aya know?", config)
         return sorted(t.id for t in result.triplets)
 
     assert found(0) == ["t0"]  # the nearest triplet only
@@ -374,21 +374,21 @@ def test_search_expands_breadth_first_within_depth_and_width(
     ]
     store.add_triplets(extra)
     config = GraphSearchConfig(k=1, depth=1, width=1)
-    result = graph_search(store, "Who does Ana know?", config)
+    result = graph_search(store, "Who does Aya know?", config)
     assert len(result.triplets) == 2  # t0, then one incident fact per entity of it
 
 
 def test_episodes_are_ranked_by_the_share_of_their_facts_that_were_found(
     store: GraphStore, embedder: OnnxSentenceEmbedder, stream: MemoryStream
 ) -> None:
-    # m-rich gave three facts about Ana; m-thin gave one about Ana and five about the weather.
+    # m-rich gave three facts about Aya; m-thin gave one about Aya and five about the weather.
     llm = GraphLLM(
         [
             facts(
-                (1, "Ana", "lives in", "Porto"),
-                (1, "Ana", "works as", "nurse"),
-                (1, "Ana", "loves", "jazz"),
-                (2, "Ana", "has", "cat"),
+                (1, "Aya", "lives in", "Parma"),
+                (1, "Aya", "works as", "nurse"),
+                (1, "Aya", "loves", "jazz"),
+                (2, "Aya", "has", "cat"),
                 (2, "weather", "was", "rainy"),
                 (2, "rain", "fell on", "Monday"),
                 (2, "wind", "blew from", "north"),
@@ -397,13 +397,13 @@ def test_episodes_are_ranked_by_the_share_of_their_facts_that_were_found(
             )
         ],
     )
-    rich = stream.add("User: Ana lives in Porto, is a nurse and loves jazz.", source="user")
+    rich = stream.add("User: Aya lives in Parma, is a nurse and loves jazz.", source="user")
     thin = stream.add(
-        "User: Ana has a cat. Rainy Monday, north wind, grey sky, rough sea.", source="user"
+        "User: Aya has a cat. Rainy Monday, north wind, grey sky, rough sea.", source="user"
     )
     KnowledgeGraph(store, embedder, llm, batch=2).learn([rich, thin])
     config = GraphSearchConfig(k=4, depth=1, width=5)
-    result = graph_search(store, "Tell me about Ana", config)
+    result = graph_search(store, "Tell me about Aya", config)
     scores = {e.record_id: e for e in result.episodes}
     assert result.episodes[0].record_id == rich.id
     assert scores[rich.id].size == 3 and scores[thin.id].size == 6
@@ -422,44 +422,44 @@ def test_one_memory_per_request_leaves_the_memory_number_out_of_the_schema() -> 
 def test_an_older_memory_read_late_does_not_retire_a_newer_fact(
     stream: MemoryStream, store: GraphStore, embedder: OnnxSentenceEmbedder, clock: Clock
 ) -> None:
-    porto = stream.add("User: Ana lives in Porto.", source="user")
+    parma = stream.add("User: Aya lives in Parma.", source="user")
     clock.advance(days=30)
-    lisbon = stream.add("User: Ana lives in Lisbon.", source="user")
+    lugano = stream.add("User: Aya lives in Lugano.", source="user")
     llm = GraphLLM(
         [
             {
                 "triplets": [
-                    {"subject": "Ana", "relation": "lives in", "object": "Lisbon", "certain": True}
+                    {"subject": "Aya", "relation": "lives in", "object": "Lugano", "certain": True}
                 ]
             },
             {
                 "triplets": [
-                    {"subject": "Ana", "relation": "lives in", "object": "Porto", "certain": True}
+                    {"subject": "Aya", "relation": "lives in", "object": "Parma", "certain": True}
                 ]
             },
         ],
         [replaced((1, "a"))],
     )
     graph = KnowledgeGraph(store, embedder, llm)
-    graph.learn([lisbon])
-    assert graph.learn([porto]).replaced == 0  # the model said so; the dates say no
-    assert current_texts(store, "Ana") == {"Ana lives in Lisbon", "Ana lives in Porto"}
+    graph.learn([lugano])
+    assert graph.learn([parma]).replaced == 0  # the model said so; the dates say no
+    assert current_texts(store, "Aya") == {"Aya lives in Lugano", "Aya lives in Parma"}
 
 
 def test_only_the_known_facts_nearest_the_new_ones_are_asked_about(
     stream: MemoryStream, store: GraphStore, embedder: OnnxSentenceEmbedder
 ) -> None:
-    places = "Braga Faro Evora Aveiro Coimbra Leiria Viseu Guarda Beja Tomar Sintra Cascais "
+    places = "Breda Faro Evora Arezzo Cremona Leiria Viseu Guarda Beja Tomar Sintra Cascais "
     places += "Setubal Obidos Nazare"
-    said = stream.add(f"User: Ana lives in Porto and has lived near {places}.", source="user")
-    moved = stream.add("User: Ana moved to Lisbon.", source="user")
+    said = stream.add(f"User: Aya lives in Parma and has lived near {places}.", source="user")
+    moved = stream.add("User: Aya moved to Lugano.", source="user")
     llm = GraphLLM(
         [
             facts(
-                *[(1, "Ana", "lives near", town) for town in places.split()],
-                (1, "Ana", "lives in", "Porto"),
+                *[(1, "Aya", "lives near", town) for town in places.split()],
+                (1, "Aya", "lives in", "Parma"),
             ),
-            facts((1, "Ana", "lives in", "Lisbon")),
+            facts((1, "Aya", "lives in", "Lugano")),
         ],
         [replaced((REPLACEMENT_CANDIDATES, "a"))],
     )
@@ -469,23 +469,23 @@ def test_only_the_known_facts_nearest_the_new_ones_are_asked_about(
     [asked] = llm.asked(OUTDATED)
     listed = [line for line in asked.split("\n") if line[:1].isdigit()]
     assert len(listed) == REPLACEMENT_CANDIDATES
-    assert any("Ana lives in Porto" in line for line in listed)
+    assert any("Aya lives in Parma" in line for line in listed)
 
 
 def test_facts_about_another_aspect_are_not_asked_about(
     stream: MemoryStream, store: GraphStore, embedder: OnnxSentenceEmbedder
 ) -> None:
     """Replacement needs the same aspect: a move is never put beside hobbies or a job."""
-    said = stream.add("User: Ana is a nurse who loves chess and jazz.", source="user")
-    moved = stream.add("User: Ana moved to Lisbon.", source="user")
+    said = stream.add("User: Aya is a nurse who loves chess and jazz.", source="user")
+    moved = stream.add("User: Aya moved to Lugano.", source="user")
     llm = GraphLLM(
         [
             facts(
-                (1, "Ana", "works as", "nurse"),
-                (1, "Ana", "loves", "chess"),
-                (1, "Ana", "loves", "jazz"),
+                (1, "Aya", "works as", "nurse"),
+                (1, "Aya", "loves", "chess"),
+                (1, "Aya", "loves", "jazz"),
             ),
-            facts((1, "Ana", "lives in", "Lisbon")),
+            facts((1, "Aya", "lives in", "Lugano")),
         ],
         [],
     )
@@ -493,13 +493,13 @@ def test_facts_about_another_aspect_are_not_asked_about(
     graph.learn([said])
     assert graph.learn([moved]).llm_calls == 1  # the extraction only
     assert llm.asked(OUTDATED) == []
-    assert current_texts(store, "Ana") == {
-        "Ana works as nurse",
-        "Ana loves chess",
-        "Ana loves jazz",
-        "Ana lives in Lisbon",
+    assert current_texts(store, "Aya") == {
+        "Aya works as nurse",
+        "Aya loves chess",
+        "Aya loves jazz",
+        "Aya lives in Lugano",
     }
-    known = store.triplets_about([store.entity_named("Ana").id], current_only=True)  # type: ignore[union-attr]
+    known = store.triplets_about([store.entity_named("Aya").id], current_only=True)  # type: ignore[union-attr]
     job = next(t for t in known if t.relation == "works as")
     new_job = replace(job, id="new", relation="works at", object="x", object_name="hospital")
     assert graph.same_aspect(known, [new_job]) == [job]
@@ -509,23 +509,23 @@ def test_a_fact_whose_object_the_memory_does_not_name_is_not_kept(
     stream: MemoryStream, store: GraphStore, embedder: OnnxSentenceEmbedder
 ) -> None:
     """The 1.5B model filled slots with the instructions' example city and with "unknown"."""
-    said = stream.add("Caroline: I went to the LGBTQ support group; I'm a counsellor.")
+    said = stream.add("Clemence: I went to the choir rehearsal; I'm a counsellor.")
     llm = GraphLLM(
         [
             facts(
-                (1, "Caroline", "lives in", "Porto"),
-                (1, "Caroline", "lives in", "unknown"),
-                (1, "Caroline", "went to", "an LGBTQ support group"),
-                (1, "Caroline", "works as", "counsellor"),
+                (1, "Clemence", "lives in", "Parma"),
+                (1, "Clemence", "lives in", "unknown"),
+                (1, "Clemence", "went to", "a choir rehearsal"),
+                (1, "Clemence", "works as", "counsellor"),
             )
         ]
     )
     KnowledgeGraph(store, embedder, llm, batch=1).learn([said])
-    assert current_texts(store, "Caroline") == {
-        "Caroline went to an LGBTQ support group",
-        "Caroline works as counsellor",
+    assert current_texts(store, "Clemence") == {
+        "Clemence went to a choir rehearsal",
+        "Clemence works as counsellor",
     }
-    assert store.entity_named("Porto") is None and store.entity_named("unknown") is None
+    assert store.entity_named("Parma") is None and store.entity_named("unknown") is None
 
 
 def test_the_learner_reads_the_newest_page_then_walks_back_to_older_unread_memories(
@@ -538,7 +538,7 @@ def test_the_learner_reads_the_newest_page_then_walks_back_to_older_unread_memor
     monkeypatch.setattr(graph_module, "RECENT", 3)
     said = []
     for n in range(7):
-        said.append(stream.add(f"User: Fact number {n} about Ana.", source="user"))
+        said.append(stream.add(f"User: Fact number {n} about Aya.", source="user"))
         clock.advance(minutes=1)
     llm = GraphLLM([{"triplets": []}])
     graph = KnowledgeGraph(store, embedder, llm)
@@ -562,8 +562,8 @@ def test_closing_abandons_an_extraction_in_flight_and_leaves_its_memory_unread(
 ) -> None:
     """A shutdown does not wait for the background server to finish writing (half a minute
     for one extraction on a small machine): the request is dropped, the memory read next time."""
-    said = stream.add("User: My sister Ana lives in Porto.", source="user")
-    slow = json.dumps(facts(*[(0, "Ana", "lives in", "Porto")] * 20))
+    said = stream.add("User: My sister Aya lives in Parma.", source="user")
+    slow = json.dumps(facts(*[(0, "Aya", "lives in", "Parma")] * 20))
     with scripted_endpoint("slow_stream", slow) as (url, endpoint):
         gate = ForegroundGate()
         llm = BackgroundLLM(LLMClient(Endpoint(url, "scripted")), gate)
@@ -590,27 +590,27 @@ def archival(tmp_path: Path, embedder: OnnxSentenceEmbedder, clock: Clock) -> Ar
 def test_a_documents_pieces_are_learnt_in_order_and_linked_to_the_facts(
     store: GraphStore, archival: ArchivalStore, embedder: OnnxSentenceEmbedder
 ) -> None:
-    first = "Ana Silva joined the Porto city orchestra in 2019 as a cellist. " * 6
-    second = "In 2024 Ana Silva left the orchestra and moved to Lisbon to teach music. " * 6
-    ids = archival.insert(f"{first.strip()}\n\n{second.strip()}", "import", "ana.md")
+    first = "Aya Silva joined the Parma city orchestra in 2019 as a cellist. " * 6
+    second = "In 2024 Aya Silva left the orchestra and moved to Lugano to teach music. " * 6
+    ids = archival.insert(f"{first.strip()}\n\n{second.strip()}", "import", "aya.md")
     chunks = archival.list_chunks().items
-    assert [c.id for c in chunks] == ids and len(ids) >= 2 and chunks[0].title == "ana.md"
+    assert [c.id for c in chunks] == ids and len(ids) >= 2 and chunks[0].title == "aya.md"
     llm = GraphLLM(
         [
-            facts((1, "Ana Silva", "works as", "cellist"), (1, "Ana Silva", "lives in", "Porto")),
-            *([facts((1, "Ana Silva", "lives in", "Lisbon"))] * (len(ids) - 1)),
+            facts((1, "Aya Silva", "works as", "cellist"), (1, "Aya Silva", "lives in", "Parma")),
+            *([facts((1, "Aya Silva", "lives in", "Lugano"))] * (len(ids) - 1)),
         ],
         [replaced((1, "a"))],
     )
     graph = KnowledgeGraph(store, embedder, llm)
     assert graph.learn(chunks).read == len(ids)
     assert graph.unread(chunks) == []
-    assert "Ana Silva joined" in llm.asked(EXTRACT)[0]  # the document's first piece first
-    facts_now = {t.text: t for t in store.triplets_about([store.entity_named("Ana Silva").id])}  # type: ignore[union-attr]
-    assert facts_now["Ana Silva works as cellist"].episodes == (ids[0],)
-    assert not facts_now["Ana Silva lives in Porto"].current
-    assert facts_now["Ana Silva lives in Lisbon"].current
-    assert set(facts_now["Ana Silva lives in Lisbon"].episodes) == set(ids[1:])
+    assert "Aya Silva joined" in llm.asked(EXTRACT)[0]  # the document's first piece first
+    facts_now = {t.text: t for t in store.triplets_about([store.entity_named("Aya Silva").id])}  # type: ignore[union-attr]
+    assert facts_now["Aya Silva works as cellist"].episodes == (ids[0],)
+    assert not facts_now["Aya Silva lives in Parma"].current
+    assert facts_now["Aya Silva lives in Lugano"].current
+    assert set(facts_now["Aya Silva lives in Lugano"].episodes) == set(ids[1:])
     assert (store.read_count(documents=True), store.read_count()) == (len(ids), 0)
 
 
@@ -620,8 +620,8 @@ def test_the_learner_reads_every_memory_before_any_document(
     archival: ArchivalStore,
     embedder: OnnxSentenceEmbedder,
 ) -> None:
-    said = stream.add("User: My sister Ana lives in Porto.", source="user")
-    [piece] = archival.insert("Porto is a city in the north of Portugal.", "import", "porto.md")
+    said = stream.add("User: My sister Aya lives in Parma.", source="user")
+    [piece] = archival.insert("Parma is a city in the north of Italy.", "import", "parma.md")
     llm = GraphLLM([{"triplets": []}])
     learner = GraphLearner(KnowledgeGraph(store, embedder, llm), stream, archival, 3600)
     try:
@@ -643,15 +643,15 @@ def test_graph_search_is_a_relevance_source_of_the_memory_retrieval(
     graph_weight 0 the graph changes nothing."""
     behind = stream.add("User: she just got the keys to a flat by the river Douro.", source="user")
     for text in [
-        "User: Ana's cat is called Miso.",
-        "User: Where do people in Ana's office eat lunch?",
-        "User: Ana said the weather in Porto is lovely.",
-        "User: I should call Ana this weekend.",
+        "User: Aya's cat is called Momo.",
+        "User: Where do people in Aya's office eat lunch?",
+        "User: Aya said the weather in Parma is lovely.",
+        "User: I should call Aya this weekend.",
     ]:
         stream.add(text, source="user")
-    store_fact(store, "Ana", "lives in", "Porto", (behind.id,))
-    store_fact(store, "Ana", "owns", "cat Miso", ("elsewhere",))
-    question = "Which city does Ana live in?"
+    store_fact(store, "Aya", "lives in", "Parma", (behind.id,))
+    store_fact(store, "Aya", "owns", "cat Momo", ("elsewhere",))
+    question = "Which city does Aya live in?"
     only_relevance = RetrievalWeights(recency=0.0, importance=0.0, relevance=1.0)
 
     def top(weight: float) -> list[str]:
@@ -667,26 +667,26 @@ def test_graph_search_is_a_relevance_source_of_the_memory_retrieval(
 
 
 def test_a_failing_graph_source_leaves_retrieval_as_it_was(stream: MemoryStream) -> None:
-    stream.add("User: Ana lives in Porto.", source="user")
+    stream.add("User: Aya lives in Parma.", source="user")
 
     def broken(query: str, vector: Any) -> dict[str, float]:
         raise OSError("graph table unreadable")
 
     stream.config = MemoryConfig(graph_weight=1.0)
     stream.graph = broken
-    [found] = stream.retrieve("Where does Ana live?", k=1)
-    assert found.record.text == "User: Ana lives in Porto."
+    [found] = stream.retrieve("Where does Aya live?", k=1)
+    assert found.record.text == "User: Aya lives in Parma."
 
 
 def test_a_stop_during_extraction_leaves_the_memory_unread(
     stream: MemoryStream, store: GraphStore, embedder: OnnxSentenceEmbedder
 ) -> None:
-    said = stream.add("User: Ana lives in Porto.", source="user")
+    said = stream.add("User: Aya lives in Parma.", source="user")
     stop = threading.Event()
 
     def extraction(messages: Sequence[dict[str, str]]) -> dict[str, Any]:
         stop.set()  # the service closes while the model is answering
-        return facts((1, "Ana", "lives in", "Porto"))
+        return facts((1, "Aya", "lives in", "Parma"))
 
     llm = GraphLLM([extraction])
     graph = KnowledgeGraph(store, embedder, llm)

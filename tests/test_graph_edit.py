@@ -16,25 +16,25 @@ def test_a_correction_rewrites_the_fact_and_search_finds_the_new_text(
     graph_store: GraphStore, clock: Clock
 ) -> None:
     wrong = fact(graph_store, "user", "lives in", "pasta")
-    fact(graph_store, "Ana", "works as", "nurse")
+    fact(graph_store, "Aya", "works as", "nurse")
     editor = FactEditor(graph_store, clock)
-    corrected = editor.correct(wrong.id, obj="Lisbon")
-    assert corrected.text == "user lives in Lisbon"
+    corrected = editor.correct(wrong.id, obj="Lugano")
+    assert corrected.text == "user lives in Lugano"
     assert corrected.episodes == wrong.episodes and corrected.current
     # A new entity for the new name; the stored vector follows the new text.
-    assert graph_store.entity_named("lisbon") is not None
+    assert graph_store.entity_named("lugano") is not None
     found = graph_search(graph_store, "Which city does the user live in?").triplets
-    assert found[0].id == wrong.id and found[0].object_name == "Lisbon"
+    assert found[0].id == wrong.id and found[0].object_name == "Lugano"
     # An existing name is reused, case aside.
-    again = editor.correct(wrong.id, subject="ana")
-    assert again.subject == graph_store.entity_named("Ana").id  # type: ignore[union-attr]
+    again = editor.correct(wrong.id, subject="aya")
+    assert again.subject == graph_store.entity_named("Aya").id  # type: ignore[union-attr]
     [change, first] = editor.changes([wrong.id])
     assert (change.action, first.action) == ("edit", "edit")
-    assert first.before["object_name"] == "pasta" and first.after["object_name"] == "Lisbon"
+    assert first.before["object_name"] == "pasta" and first.after["object_name"] == "Lugano"
 
 
 def test_retire_reinstate_and_undo_keep_every_step(graph_store: GraphStore, clock: Clock) -> None:
-    held = fact(graph_store, "Ana", "lives in", "Porto")
+    held = fact(graph_store, "Aya", "lives in", "Parma")
     editor = FactEditor(graph_store, clock)
     retired = editor.retire(held.id)
     assert retired.valid_until == clock() and not retired.current
@@ -62,15 +62,15 @@ def test_retire_reinstate_and_undo_keep_every_step(graph_store: GraphStore, cloc
 def test_an_undone_correction_brings_the_old_text_back(
     graph_store: GraphStore, clock: Clock
 ) -> None:
-    held = fact(graph_store, "Tom", "drives", "Ford")
+    held = fact(graph_store, "Tor", "drives", "Opel")
     editor = FactEditor(graph_store, clock)
-    editor.correct(held.id, relation="owns", obj="Toyota")
+    editor.correct(held.id, relation="owns", obj="Talbot")
     [change] = editor.changes([held.id])
     restored = editor.undo(change.id)
-    assert restored.text == "Tom drives Ford"
-    assert graph_store.get_triplets([held.id])[0].text == "Tom drives Ford"
-    found = graph_search(graph_store, "What car does Tom drive?").triplets
-    assert found[0].text == "Tom drives Ford"
+    assert restored.text == "Tor drives Opel"
+    assert graph_store.get_triplets([held.id])[0].text == "Tor drives Opel"
+    found = graph_search(graph_store, "What car does Tor drive?").triplets
+    assert found[0].text == "Tor drives Opel"
 
 
 @pytest.mark.parametrize(
@@ -78,14 +78,14 @@ def test_an_undone_correction_brings_the_old_text_back(
     [
         ({"relation": "   "}, "relation is 1 to"),
         ({"obj": "x" * 61}, "object is 1 to"),
-        ({"obj": "Ana"}, "two different things"),
+        ({"obj": "Aya"}, "two different things"),
         ({"relation": "LIVES   in"}, "nothing changed"),
     ],
 )
 def test_bad_corrections_are_refused_and_change_nothing(
     graph_store: GraphStore, clock: Clock, change: dict[str, str], message: str
 ) -> None:
-    held = fact(graph_store, "Ana", "lives in", "Porto")
+    held = fact(graph_store, "Aya", "lives in", "Parma")
     editor = FactEditor(graph_store, clock)
     with pytest.raises(FactEditError, match=message):
         editor.correct(held.id, **change)

@@ -27,13 +27,13 @@ LINK = re.compile(r"\[\[([^\]|]+)(?:\|[^\]]*)?\]\]")
 
 
 def seeded(stream: MemoryStream, store: GraphStore) -> dict[str, str]:
-    porto = stream.add("User: My sister Ana lives in Porto.", source="user")
-    lisbon = stream.add("User: Ana moved to Lisbon.", source="user")
-    old = store_fact(store, "Ana", "lives in", "Porto", (porto.id,), START)
-    new = store_fact(store, "Ana", "lives in", "Lisbon", (lisbon.id,), START + timedelta(days=30))
+    parma = stream.add("User: My sister Aya lives in Parma.", source="user")
+    lugano = stream.add("User: Aya moved to Lugano.", source="user")
+    old = store_fact(store, "Aya", "lives in", "Parma", (parma.id,), START)
+    new = store_fact(store, "Aya", "lives in", "Lugano", (lugano.id,), START + timedelta(days=30))
     store.retire(old.id, new.valid_from, new.id)
-    store_fact(store, "user", "is sibling of", "Ana", (porto.id,), START)
-    return {"porto": porto.id, "lisbon": lisbon.id}
+    store_fact(store, "user", "is sibling of", "Aya", (parma.id,), START)
+    return {"parma": parma.id, "lugano": lugano.id}
 
 
 def test_the_vault_has_a_note_per_entity_linked_along_relations_and_to_memories(
@@ -43,12 +43,12 @@ def test_the_vault_has_a_note_per_entity_linked_along_relations_and_to_memories(
     vault = tmp_path / "vault"
     assert export_markdown(stream, vault, graph_store) == 2 + 4
     notes = {p.stem: p.read_text(encoding="utf-8") for p in (vault / "Entities").glob("*.md")}
-    assert set(notes) == {"Ana", "Porto", "Lisbon", "user"}
-    ana = notes["Ana"]
-    facts, past = ana.split("## Past facts")
-    assert "- Ana lives in [[Lisbon|Lisbon]] (since 2026-12-21)" in facts
-    assert "- [[user|user]] is sibling of Ana (since 2026-11-21)" in facts
-    assert "- Ana lives in [[Porto|Porto]] (2026-11-21 to 2026-12-21)" in past
+    assert set(notes) == {"Aya", "Parma", "Lugano", "user"}
+    aya = notes["Aya"]
+    facts, past = aya.split("## Past facts")
+    assert "- Aya lives in [[Lugano|Lugano]] (since 2026-12-21)" in facts
+    assert "- [[user|user]] is sibling of Aya (since 2026-11-21)" in facts
+    assert "- Aya lives in [[Parma|Parma]] (2026-11-21 to 2026-12-21)" in past
     # Every link leads to a note of the vault: an entity or a memory.
     every_note = {p.stem for p in vault.rglob("*.md")}
     links = {link for text in notes.values() for link in LINK.findall(text)}
@@ -57,7 +57,7 @@ def test_the_vault_has_a_note_per_entity_linked_along_relations_and_to_memories(
     assert len(memory_links) == 2  # the two memories behind the facts
     # The index lists the entities.
     index = (vault / "Memory.md").read_text(encoding="utf-8")
-    assert "## Entities (4)" in index and "- [[Ana]]" in index
+    assert "## Entities (4)" in index and "- [[Aya]]" in index
 
 
 def test_note_names_are_safe_and_unique() -> None:
@@ -84,10 +84,10 @@ def test_the_graph_goes_into_json_lines_whole(
         for t in lines
         if t["type"] == "triplet"
     }
-    assert {e["name"] for e in entities} == {"Ana", "Porto", "Lisbon", "user"}
-    porto, lisbon = triplets["Ana lives in Porto"], triplets["Ana lives in Lisbon"]
-    assert porto["valid_until"] == lisbon["valid_from"] and porto["replaced_by"] == lisbon["id"]
-    assert lisbon["valid_until"] is None and lisbon["episodes"] == [ids["lisbon"]]
+    assert {e["name"] for e in entities} == {"Aya", "Parma", "Lugano", "user"}
+    parma, lugano = triplets["Aya lives in Parma"], triplets["Aya lives in Lugano"]
+    assert parma["valid_until"] == lugano["valid_from"] and parma["replaced_by"] == lugano["id"]
+    assert lugano["valid_until"] is None and lugano["episodes"] == [ids["lugano"]]
 
 
 def test_brain_export_writes_all_three(
@@ -116,7 +116,7 @@ def test_brain_export_writes_all_three(
     assert _export(loaded, args) == 0
     said = capsys.readouterr().out
     assert "2 memories written" in said and "6 notes" in said and "4 entities and 3 facts" in said
-    assert (out / "vault" / "Entities" / "Ana.md").exists()
+    assert (out / "vault" / "Entities" / "Aya.md").exists()
     # Exporting into a folder that is not empty is refused, in one line, with nothing lost.
     assert _export(loaded, args) == 1
     assert "not an empty folder" in capsys.readouterr().err

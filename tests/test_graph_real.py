@@ -14,8 +14,8 @@ from memory.stream import MemoryStream
 pytestmark = pytest.mark.slow
 
 CONVERSATION = [
-    "User: My sister Ana lives in Porto and works as a nurse.",
-    "User: Big news: Ana moved to Lisbon.",
+    "User: My sister Aya lives in Parma and works as a nurse.",
+    "User: Big news: Aya moved to Lugano.",
 ]
 
 
@@ -30,11 +30,11 @@ def test_the_local_model_learns_a_short_conversation(
     triplets = graph_store.triplets_about([e.id for e in entities])
     by_memory = {r.id: [t.text for t in triplets if r.id in t.episodes] for r in said}
     # Each fact is credited to the memory that said it.
-    assert any("Porto" in text for text in by_memory[said[0].id]), by_memory
-    assert any("Lisbon" in text for text in by_memory[said[1].id]), by_memory
-    assert not any("Lisbon" in text for text in by_memory[said[0].id]), by_memory
-    # Ana is one entity, and a search for where she lives starts from her facts.
-    assert sum(e.name.casefold() == "ana" for e in entities) == 1
-    found = graph_search(graph_store, "Where does Ana live?").triplets[:3]
-    assert any("Lisbon" in t.text or "Porto" in t.text for t in found), found
+    assert any("Parma" in text for text in by_memory[said[0].id]), by_memory
+    assert any("Lugano" in text for text in by_memory[said[1].id]), by_memory
+    assert not any("Lugano" in text for text in by_memory[said[0].id]), by_memory
+    # Aya is one entity, and a search for where she lives starts from her facts.
+    assert sum(e.name.casefold() == "aya" for e in entities) == 1
+    found = graph_search(graph_store, "Where does Aya live?").triplets[:3]
+    assert any("Lugano" in t.text or "Parma" in t.text for t in found), found
     assert graph.unread(said) == []

@@ -14,7 +14,7 @@ from assistant.agent.turn import AgentConfig
 from tests.agent_helpers import ScriptedStream, say
 
 KNOWN = (
-    "User: My brother Luis lives in Valencia and works as a nurse. Dr. Ruiz on the 4th at 10:30."
+    "User: My brother Lars lives in Valletta and works as a nurse. Dr. Ruiz on the 4th at 10:30."
 )
 
 
@@ -24,22 +24,22 @@ def known(words: str) -> set[str]:
 
 def test_names_and_numbers_not_in_the_prompt_are_inventions() -> None:
     words = known(KNOWN)
-    assert invented("Your dentist's name is Dr. Johnson.", words) == ["Johnson"]
-    assert invented("Luis is 31 years old.", words) == ["31"]
+    assert invented("Your dentist's name is Dr. Jenssen.", words) == ["Jenssen"]
+    assert invented("Lars is 31 years old.", words) == ["31"]
     assert invented("Your flight is on Monday at 10:00.", words) == ["Monday", "10:00"]
-    assert invented("Luis lives in Valencia.", words) == [], "the first word is no name"
+    assert invented("Lars lives in Valletta.", words) == [], "the first word is no name"
     assert invented("He sees Dr. Ruiz on the 4th at 10:30.", words) == []
     assert invented("I don't know. You haven't told me.", words) == []
 
 
 def test_the_check_holds_each_sentence_until_it_ends() -> None:
     check = GroundCheck(KNOWN)
-    assert check.feed("Luis lives in Val") == ""
-    assert check.feed("encia. He is") == "Luis lives in Valencia. "
+    assert check.feed("Lars lives in Val") == ""
+    assert check.feed("letta. He is") == "Lars lives in Valletta. "
     assert check.feed(" 31.") == "" and check.flush() == ""
     assert check.invented == ["31"] and check.cut
     idle = GroundCheck(KNOWN, armed=False)
-    assert idle.feed("Luis is 31.") == "Luis is 31." and idle.flush() == ""
+    assert idle.feed("Lars is 31.") == "Lars is 31." and idle.flush() == ""
 
 
 def test_a_sentence_that_runs_on_is_said_in_parts_and_still_checked() -> None:
@@ -47,13 +47,13 @@ def test_a_sentence_that_runs_on_is_said_in_parts_and_still_checked() -> None:
     checked and said, and a name made up after it still stops the answer."""
     check = GroundCheck(KNOWN)
     items = "socks, shirts, a towel, a charger, " * 5
-    said = check.feed("For Valencia pack " + items)
-    assert len(said.split()) >= HOLD_WORDS and said.startswith("For Valencia pack socks")
-    assert check.feed("and ask Johnson ") == ""
+    said = check.feed("For Valletta pack " + items)
+    assert len(said.split()) >= HOLD_WORDS and said.startswith("For Valletta pack socks")
+    assert check.feed("and ask Jenssen ") == ""
     assert check.feed("about it.") == "" and check.flush() == ""
-    assert check.invented == ["Johnson"] and check.cut
+    assert check.invented == ["Jenssen"] and check.cut
     whole = GroundCheck(KNOWN)
-    words = "Luis lives in Valencia, works as a nurse, " + items + "and sees Dr. Ruiz."
+    words = "Lars lives in Valletta, works as a nurse, " + items + "and sees Dr. Ruiz."
     assert (whole.feed(words) + whole.flush()).split() == words.split()
 
 
@@ -68,11 +68,11 @@ def agent(llm: ScriptedStream, stores: Stores) -> Agent:
 
 def test_a_made_up_answer_is_asked_again_to_admit_it(stores: Stores) -> None:
     llm = ScriptedStream(
-        grounded("Your dentist's name is Dr. Johnson."),
+        grounded("Your optician's name is Dr. Jenssen."),
         say("I don't know, you haven't told me."),
     )
     pieces: list[str] = []
-    turn = agent(llm, stores).respond(UserText("What's my dentist's name?"), on_text=pieces.append)
+    turn = agent(llm, stores).respond(UserText("What's my optician's name?"), on_text=pieces.append)
     assert turn.reply == "I don't know, you haven't told me." == "".join(pieces)
     assert len(llm.calls) == 2
     [shape] = llm.schemas[1]["anyOf"]  # type: ignore[index]
@@ -80,21 +80,21 @@ def test_a_made_up_answer_is_asked_again_to_admit_it(stores: Stores) -> None:
 
 
 def test_what_was_told_is_answered_and_a_made_up_addition_cut(stores: Stores) -> None:
-    stores.stream.add("User: My brother Luis lives in Valencia.", importance=6)
-    llm = ScriptedStream(grounded("Luis lives in Valencia. He moved there in 2019."))
+    stores.stream.add("User: My brother Lars lives in Valletta.", importance=6)
+    llm = ScriptedStream(grounded("Lars lives in Valletta. He moved there in 2019."))
     pieces: list[str] = []
-    turn = agent(llm, stores).respond(UserText("Where does Luis live?"), on_text=pieces.append)
-    assert turn.reply == "Luis lives in Valencia." == "".join(pieces).strip()
+    turn = agent(llm, stores).respond(UserText("Where does Lars live?"), on_text=pieces.append)
+    assert turn.reply == "Lars lives in Valletta." == "".join(pieces).strip()
     assert len(llm.calls) == 1
 
 
 def test_general_knowledge_about_a_name_is_not_checked() -> None:
-    question = "What's the capital of France?"
+    question = "What's the capital of Greece?"
     assert not about_what_they_told(question, f"instructions\n{question}")
     assert about_what_they_told(
-        "When is Ana's birthday?", "User: my sister Ana\nWhen is Ana's birthday?"
+        "When is Aya's birthday?", "User: my sister Aya\nWhen is Aya's birthday?"
     )
-    assert about_what_they_told("What's my dentist's name?", "What's my dentist's name?")
+    assert about_what_they_told("What's my optician's name?", "What's my optician's name?")
 
 
 def test_a_templates_blank_stands_for_what_it_did_not_know() -> None:

@@ -18,11 +18,11 @@ from memory.importance import ImportanceScale, small_talk
         "User: ok, thanks",
         "User: lol that's funny",
         "User: Thanks, that's all for now.",
-        "User: Thanks, Ana!",
+        "User: Thanks, Aya!",
         "Brain OS: Hello! How can I help you today?",
         "Brain OS: You\u2019re welcome! Let me know if there's anything else.",
         "Brain OS: Sure, I can help with that.",
-        "Brain OS: Hello Marta! How can I assist you today?",
+        "Brain OS: Hello Malin! How can I assist you today?",
     ],
 )
 def test_small_talk_is_known_by_rule(text: str) -> None:
@@ -34,11 +34,11 @@ def test_small_talk_is_known_by_rule(text: str) -> None:
     [
         "User: Good morning! My mother is in hospital.",
         "User: ok, the surgery is on Monday",
-        "User: I'm allergic to penicillin.",
+        "User: I'm allergic to wasp stings.",
         "Brain OS: Sure, I've set a reminder to call the doctor tomorrow at 9.",
-        "User: Thanks, Ana and Luis are coming to dinner on Sunday",
-        "User: Hi, I'm Sam.",
-        "User: hello, my name is Ana",
+        "User: Thanks, Aya and Lars are coming to dinner on Sunday",
+        "User: Hi, I'm Sid.",
+        "User: hello, my name is Aya",
         "User: ",
     ],
 )

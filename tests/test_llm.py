@@ -345,12 +345,12 @@ def test_a_message_that_made_a_tool_call_is_sent_as_the_api_has_it() -> None:
     call: ToolCall = {
         "id": "call-1",
         "type": "function",
-        "function": {"name": "recall_search", "arguments": '{"query": "Porto"}'},
+        "function": {"name": "recall_search", "arguments": '{"query": "Parma"}'},
     }
     messages: list[Message] = [
-        {"role": "user", "content": "What did I say about Porto?"},
+        {"role": "user", "content": "What did I say about Parma?"},
         {"role": "assistant", "content": "", "tool_calls": [call]},
-        {"role": "tool", "content": "Beatrix lives in Porto.", "tool_call_id": "call-1"},
+        {"role": "tool", "content": "Brigida lives in Parma.", "tool_call_id": "call-1"},
     ]
     with scripted_endpoint("ok", "She lives there.") as (url, endpoint):
         assert LLMClient(Endpoint(url, "m")).complete(messages) == "She lives there."
@@ -522,7 +522,7 @@ def test_the_conversation_cache_survives_a_restart(fast_gguf: Path, tmp_path: Pa
     settings = make_settings("fast", tmp_path / "data", tmp_path / "cache")
     conversation = [
         {"role": "system", "content": "You are Brain OS. " + "Keep replies short. " * 60},
-        {"role": "user", "content": "My sister Beatrix lives in Porto."},
+        {"role": "user", "content": "My sister Brigida lives in Parma."},
     ]
     runtime = LLMRuntime(settings)
     with runtime as client:
@@ -580,7 +580,7 @@ def test_a_compacted_prompt_reads_only_its_summary_note(
         for n in range(10)
     ]
     # The messages kept (~330 tokens) are more than one --cache-reuse chunk (256 tokens).
-    note = {"role": "system", "content": f"{SUMMARY_HEAD}\nSam told five facts about a cat."}
+    note = {"role": "system", "content": f"{SUMMARY_HEAD}\nSid told five facts about a cat."}
     with LLMRuntime(settings) as client:
         client.complete(ahead_of_a_turn([prefix, *said]), max_tokens=1)
         client.complete(ahead_of_a_turn([prefix, *said[5:], note]), max_tokens=1)

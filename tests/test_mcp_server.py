@@ -62,7 +62,7 @@ TOOLS = {
     "delegate_task",
     "get_task",
 }
-RESULT = "Ana moved from Porto to Lisbon."
+RESULT = "Aya moved from Parma to Lugano."
 STARTS_S = 30.0
 
 
@@ -80,8 +80,8 @@ def route(body: dict[str, Any]) -> str:
 def loaded(
     tmp_path_factory: pytest.TempPathFactory, session_cache: Path, embedder: OnnxSentenceEmbedder
 ) -> Iterator[LoadedConfig]:
-    """One service for every test here (it stays up as clients come and go), with Ana's
-    move from Porto to Lisbon in its knowledge graph."""
+    """One service for every test here (it stays up as clients come and go), with Aya's
+    move from Parma to Lugano in its knowledge graph."""
     runtime = Path(tempfile.mkdtemp(prefix="brt"))
     data = tmp_path_factory.mktemp("mcp") / "data"
     with scripted_endpoint("route", router=route) as (url, _):
@@ -92,9 +92,9 @@ def loaded(
         }
         loaded = make_loaded("fast", data, session_cache, **settings)
         graph = GraphStore(open_database(data), WriteLock(data / "memory.lock"), embedder)
-        porto = store_fact(graph, "Ana", "lives in", "Porto")
-        lisbon = store_fact(graph, "Ana", "lives in", "Lisbon")
-        graph.retire(porto.id, lisbon.valid_from, lisbon.id)
+        parma = store_fact(graph, "Aya", "lives in", "Parma")
+        lugano = store_fact(graph, "Aya", "lives in", "Lugano")
+        graph.retire(parma.id, lugano.valid_from, lugano.id)
         service = InProcess(AssistantService(loaded, embedder=embedder))
         yield loaded
         service.stop()
@@ -113,7 +113,7 @@ async def test_memories_kept_and_changed_over_stdio(loaded: LoadedConfig) -> Non
             mcp,
             loaded,
             "desktop",
-            "Rui plays the cello at the Gulbenkian.",
+            "Rik plays the cello at the Gulbenkian.",
             "who plays a string instrument",
         )
         huge = await mcp.call_tool("add_memory", {"text": "x" * (MAX_MEMORY_CHARS + 1)})
@@ -183,7 +183,7 @@ async def test_memories_over_http_only_with_the_token(loaded: LoadedConfig) -> N
             ) as mcp,
         ):
             await edit_round(
-                mcp, loaded, "editor", "Marta teaches piano on Wednesdays.", "piano lessons"
+                mcp, loaded, "editor", "Malin teaches piano on Wednesdays.", "piano lessons"
             )
     finally:
         server.terminate()
@@ -207,17 +207,17 @@ async def test_reminders_recall_facts_tasks_and_resources(loaded: LoadedConfig) 
         said = (await call(mcp, "recall_search", query="which bakery do I like"))["messages"]
         assert said[0] == {**said[0], "role": "user", "text": "My favourite bakery is Manteigaria."}
 
-        facts = await call(mcp, "graph_facts", entity="ana")
-        assert [f["fact"] for f in facts["now"]] == ["Ana lives in Lisbon"]
+        facts = await call(mcp, "graph_facts", entity="aya")
+        assert [f["fact"] for f in facts["now"]] == ["Aya lives in Lugano"]
         [before] = facts["before"]
-        assert before["fact"] == "Ana lives in Porto" and "until" in before
-        assert before["replaced_by"] == "Ana lives in Lisbon"
+        assert before["fact"] == "Aya lives in Parma" and "until" in before
+        assert before["replaced_by"] == "Aya lives in Lugano"
         unknown = await mcp.call_tool("graph_facts", {"entity": "Zeca"})
         assert text_of(unknown) == (
             "Error executing tool graph_facts: no person, place or thing named 'Zeca' in the graph"
         )
 
-        task = await call(mcp, "delegate_task", goal="Find where Ana lives now")
+        task = await call(mcp, "delegate_task", goal="Find where Aya lives now")
         assert task["status"] == "queued" and task["requested_by"] == "mcp"
         deadline = time.monotonic() + STARTS_S
         while task["status"] not in ("done", "failed", "cancelled"):
@@ -351,13 +351,13 @@ async def test_the_memory_screen_shows_what_an_mcp_client_wrote(loaded: LoadedCo
         screen = app.screen
         assert isinstance(screen, MemoryScreen)
         table = screen.query_one(MemoryTable)
-        added = await call(mcp, "add_memory", text="Tomás keeps bees in Sintra.", pinned=True)
+        added = await call(mcp, "add_memory", text="Ramón keeps bees in Sintra.", pinned=True)
 
         def shown() -> list[tuple[str, str]]:
             return [(source_label(r.sources), r.text) for r in table.memories.values()]
 
         # Told of the change, the open screen loads its page again: no key pressed.
-        await wait_for(lambda: ("mcp:zed", "Tomás keeps bees in Sintra.") in shown(), 10)
+        await wait_for(lambda: ("mcp:zed", "Ramón keeps bees in Sintra.") in shown(), 10)
         [row] = [r for r in table.memories.values() if r.id == added["memory"]["id"]]
         assert row.pinned and row.sources == ["mcp:zed"]
         await pilot.press("escape")

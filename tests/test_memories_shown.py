@@ -10,7 +10,7 @@ from memory.stream import MemoryStream
 from tests.agent_helpers import ScriptedStream, agent_on, say
 
 STORED = [
-    "User: My sister Beatrix lives in Porto.",
+    "User: My sister Brigida lives in Parma.",
     "User: Slept five hours on Tuesday night after I walked the dog.",
     "User: Bought groceries for the week for 79 dollars.",
 ]
@@ -26,8 +26,8 @@ def shown_with(stores: Stores, message: str) -> str:
 
 
 def test_a_question_about_a_memory_shows_it(stores: Stores) -> None:
-    shown = shown_with(stores, "Where does my sister Beatrix live?")
-    assert "Beatrix lives in Porto" in shown
+    shown = shown_with(stores, "Where does my sister Brigida live?")
+    assert "Brigida lives in Parma" in shown
     assert "walked the dog" not in shown, "unrelated: left out, though stored as recently"
 
 

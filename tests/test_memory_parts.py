@@ -24,7 +24,7 @@ def test_embeddings_are_normalised_and_meaningful(small_batches: OnnxSentenceEmb
     texts = [
         "My sister's birthday is on the fifth of May.",
         "When is my sister's birthday?",
-        "The train to Berlin leaves at nine.",
+        "The train to Bremen leaves at nine.",
         "x" * 5000,
         "",
         "Ünïcödé text — with emoji 🎉",
@@ -55,20 +55,20 @@ def test_a_text_embedded_again_is_not_computed_again(
         return compute(texts)
 
     monkeypatch.setattr(embedder, "_embed_batch", counted)
-    first = embedder.embed(["Where does Ana live?", "Where does Ana live?", "Porto"])
-    assert computed == ["Where does Ana live?", "Porto"], "a repeat in one call is computed once"
-    again = embedder.embed(["Porto", "Where does Ana live?"])
-    assert computed == ["Where does Ana live?", "Porto"], "a turn's second embedding is free"
+    first = embedder.embed(["Where does Aya live?", "Where does Aya live?", "Parma"])
+    assert computed == ["Where does Aya live?", "Parma"], "a repeat in one call is computed once"
+    again = embedder.embed(["Parma", "Where does Aya live?"])
+    assert computed == ["Where does Aya live?", "Parma"], "a turn's second embedding is free"
     assert np.array_equal(again, first[[2, 0]])
-    embedder.embed(["Lisbon", "Leeds"])  # only the last two texts are kept
-    embedder.embed(["Porto"])
-    assert computed[-1] == "Porto"
+    embedder.embed(["Lugano", "Luton"])  # only the last two texts are kept
+    embedder.embed(["Parma"])
+    assert computed[-1] == "Parma"
     # For timing the model: every text computed, whatever the app's embedder remembers.
     before = len(computed)
     fresh = embedder.without_memory()
-    fresh.embed(["Lisbon"])
-    fresh.embed(["Lisbon"])
-    assert computed[before:] == ["Lisbon", "Lisbon"]
+    fresh.embed(["Lugano"])
+    fresh.embed(["Lugano"])
+    assert computed[before:] == ["Lugano", "Lugano"]
 
 
 def test_database_folder_is_private_and_usable(tmp_path: Path) -> None:

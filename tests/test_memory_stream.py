@@ -61,7 +61,7 @@ def test_combined_score_weights_each_normalised_term() -> None:
 def test_add_is_committed_and_visible_to_a_new_instance(
     tmp_path: Path, stream: MemoryStream, embedder: OnnxSentenceEmbedder
 ) -> None:
-    record = stream.add("My sister Anna lives in Lisbon.", source="user", importance=6)
+    record = stream.add("My sister Anna lives in Lugano.", source="user", importance=6)
     again = open_stream(tmp_path / "data", embedder)
     stored = again.get(record.id)
     assert stored is not None and stored.text == record.text and stored.importance == 6
@@ -83,16 +83,16 @@ def test_relevant_memory_ranks_first_and_is_touched(stream: MemoryStream, clock:
 def test_scores_match_the_formula_computed_by_hand(
     stream: MemoryStream, clock: Clock, embedder: OnnxSentenceEmbedder
 ) -> None:
-    texts = ["Coffee with Ben at the station.", "Ben moved to Oslo.", "Paint the fence."]
+    texts = ["Coffee with Boaz at the station.", "Boaz moved to Odda.", "Paint the fence."]
     records = []
     for hours, (text, importance) in enumerate(zip(texts, [2, 9, 4], strict=True)):
         records.append(stream.add(text, importance=importance))
         clock.advance(hours=hours + 1)
     weights = RetrievalWeights(recency=1.0, importance=1.0, relevance=1.0)
     stream.config = dataclasses.replace(stream.config, relevance="cosine")
-    found = stream.retrieve("Where does Ben live?", k=3, weights=weights, touch=False)
+    found = stream.retrieve("Where does Boaz live?", k=3, weights=weights, touch=False)
 
-    query = embedder.embed(["Where does Ben live?"])[0]
+    query = embedder.embed(["Where does Boaz live?"])[0]
     stored = [stream.get(r.id) for r in records]
     hours = np.array([(clock.now - s.last_accessed_at) / timedelta(hours=1) for s in stored])  # type: ignore[union-attr]
     rec = 0.995**hours
@@ -109,7 +109,7 @@ def test_exact_scoring_agrees_with_the_formula_over_all_records(
     tmp_path: Path, embedder: OnnxSentenceEmbedder, clock: Clock
 ) -> None:
     rng = np.random.default_rng(3)
-    topics = ["the dentist", "Anna's birthday", "the garden", "a train to Oslo", "the budget"]
+    topics = ["the dentist", "Anna's birthday", "the garden", "a train to Odda", "the budget"]
     items = [
         NewMemory(
             f"Note {i}: something about {topics[i % 5]} and item {i * 7 % 13}.",
@@ -288,7 +288,7 @@ def test_list_pages_and_sorts(stream: MemoryStream, clock: Clock) -> None:
     assert page.items[0].text == "Note number 14 about topic 14"
     by_importance = stream.list_memories(sort="importance", page_size=5)
     assert [r.importance for r in by_importance.items] == [10, 10, 9, 9, 8]
-    later = stream.add("Dinner with Ana", event_time=clock() + timedelta(hours=5))
+    later = stream.add("Dinner with Aya", event_time=clock() + timedelta(hours=5))
     sooner = stream.add("Call the bank", event_time=clock() + timedelta(hours=2))
     by_event = stream.list_memories(sort="event_time", descending=False, page_size=3)
     assert [r.id for r in by_event.items[:2]] == [sooner.id, later.id]
@@ -296,9 +296,9 @@ def test_list_pages_and_sorts(stream: MemoryStream, clock: Clock) -> None:
 
 def test_evidence_tree(stream: MemoryStream) -> None:
     a = stream.add("Anna called about the trip.", importance=4)
-    b = stream.add("Anna booked flights to Rome.", importance=5)
+    b = stream.add("Anna booked flights to Riga.", importance=5)
     insight = stream.add(
-        "Anna is planning a trip to Rome.", kind="reflection", evidence=[a.id, b.id]
+        "Anna is planning a trip to Riga.", kind="reflection", evidence=[a.id, b.id]
     )
     higher = stream.add("Travel matters a lot to Anna.", kind="reflection", evidence=[insight.id])
     tree = stream.evidence_tree(higher.id)

@@ -14,15 +14,15 @@ def streamed(raw: str, chunk: int = 3) -> MessageStream:
 
 def test_the_text_comes_out_of_each_form_of_a_message() -> None:
     forms = [
-        '{"message": "Hi, Sam.\\nHow are you?"}',
-        '{"known": true, "message": "Hi, Sam.\\nHow are you?"}',
-        '{"tool": "send_message", "arguments": {"message": "Hi, Sam.\\nHow are you?"}}',
+        '{"message": "Hi, Sid.\\nHow are you?"}',
+        '{"known": true, "message": "Hi, Sid.\\nHow are you?"}',
+        '{"tool": "send_message", "arguments": {"message": "Hi, Sid.\\nHow are you?"}}',
         '{"tool": "send_message", "request_heartbeat": false,\n  "arguments": '
-        '{"request_heartbeat": false, "message": "Hi, Sam.\\nHow are you?"}}',
+        '{"request_heartbeat": false, "message": "Hi, Sid.\\nHow are you?"}}',
     ]
     for raw in forms:
         message = streamed(raw)
-        assert message.text == "Hi, Sam.\nHow are you?" and message.complete, raw
+        assert message.text == "Hi, Sid.\nHow are you?" and message.complete, raw
 
 
 def test_a_long_reply_with_no_message_near_its_start_is_not_searched_to_its_end() -> None:

@@ -22,19 +22,19 @@ from tests.agent_helpers import ScriptedStream, action, say
 
 def test_the_person_named_in_news_is_found() -> None:
     found = {
-        "My sister Ana just started a new job at a bank in Porto.": "Ana",
-        "Hi, I'm Marta. My brother Luis lives in Valencia and works as a nurse.": "Luis",
-        "our neighbour, Greta, plays piano in a jazz band": "Greta",
-        "My best friend Jean-Luc moved to Lyon.": "Jean-Luc",
-        "My sister-in-law Eva is a vet.": "Eva",
-        "My son Leo has football practice every Wednesday at five.": "Leo",
+        "My sister Aya just started a new job at a bookshop in Parma.": "Aya",
+        "Hi, I'm Malin. My brother Lars lives in Valletta and works as a nurse.": "Lars",
+        "our neighbour, Gerda, plays trumpet in a brass band": "Gerda",
+        "My best friend Jan-Erik moved to Lyon.": "Jan-Erik",
+        "My sister-in-law Ela is a vet.": "Ela",
+        "My son Lev has swimming lessons every Thursday at four.": "Lev",
     }
     for message, name in found.items():
         assert named_in_news(message) == name, message
     for message in (
-        "Where does my sister Ana live?",  # a question: its answer is grounded instead
-        "What does my brother Luis do",  # spoken, no mark
-        "I had lunch with Tom.",  # no relation said
+        "Where does my sister Aya live?",  # a question: its answer is grounded instead
+        "What does my brother Lars do",  # spoken, no mark
+        "I had lunch with Tor.",  # no relation said
         "My sister is a vet.",  # no name
         "My Friend Is coming over.",  # title case, not a name
     ):
@@ -42,17 +42,17 @@ def test_the_person_named_in_news_is_found() -> None:
 
 
 def test_a_message_pattern_also_holds_the_name() -> None:
-    first = saying("Ana")
-    assert re.match(first, "That's great news for Ana! A bank, how exciting.")
-    assert re.match(first, "Ana at a bank, how exciting.")
+    first = saying("Aya")
+    assert re.match(first, "That's great news for Aya! A bookshop, how exciting.")
+    assert re.match(first, "Aya at a bookshop, how exciting.")
     assert not re.match(first, "Congratulations on your new job!")
-    assert not re.match(first, "Good to know! Goodbye! [core memory] Ana works at a bank.")
-    willing = saying("Leo", WILLING_PATTERN)
-    assert re.match(willing, "Great, Leo will love it.")
-    assert not re.match(willing, "I hope Leo enjoys it."), "still held to open willingly"
+    assert not re.match(first, "Good to know! Goodbye! [core memory] Aya works at a bookshop.")
+    willing = saying("Lev", WILLING_PATTERN)
+    assert re.match(willing, "Great, Lev will love it.")
+    assert not re.match(willing, "I hope Lev enjoys it."), "still held to open willingly"
     assert not re.match(willing, "Great, he will love it.")
     with pytest.raises(ValueError):
-        saying('Ana"}')
+        saying('Aya"}')
 
 
 def agent(llm: ScriptedStream, stores: Stores) -> Agent:
@@ -71,33 +71,33 @@ def message_patterns(schema: object) -> set[str | None]:
 
 
 def test_every_step_of_the_turn_holds_the_message_to_the_name(stores: Stores) -> None:
-    reply = "Good for Ana! A bank in Porto, how exciting."
+    reply = "Good for Aya! A bookshop in Parma, how exciting."
     llm = ScriptedStream(
-        action("core_memory_append", label="human", content="Sister Ana works at a bank."),
+        action("core_memory_append", label="human", content="Sister Aya works at a bookshop."),
         say(reply),
     )
     turn = agent(llm, stores).respond(
-        UserText("My sister Ana just started a new job at a bank in Porto.")
+        UserText("My sister Aya just started a new job at a bookshop in Parma.")
     )
     assert turn.reply == reply
     first, second = llm.schemas
-    assert message_patterns(first) == {saying("Ana")}
+    assert message_patterns(first) == {saying("Aya")}
     assert any("tool" in shape["properties"] for shape in first["anyOf"]), "tools still offered"
-    assert message_patterns(second) == {saying("Ana")}
+    assert message_patterns(second) == {saying("Aya")}
 
 
 def test_a_question_or_a_message_naming_nobody_is_not_held(stores: Stores) -> None:
-    for message in ("Where does my sister Ana live?", "I just moved to Leeds."):
+    for message in ("Where does my sister Aya live?", "I just moved to Luton."):
         llm = ScriptedStream(say("Noted."))
         agent(llm, stores).respond(UserText(message))
-        assert "Ana[" not in json.dumps(llm.schemas[0]), message
+        assert "Aya[" not in json.dumps(llm.schemas[0]), message
 
 
 def test_a_request_routed_to_a_tool_keeps_its_own_pattern(stores: Stores) -> None:
     """A poem asked for at once is held so its lines may break (tools.py); naming someone in
     the request does not take that away."""
-    llm = ScriptedStream(say("Ana hums,\nrain on the roof."))
-    agent(llm, stores).respond(UserText("Write a poem about my sister Ana."))
+    llm = ScriptedStream(say("Aya hums,\nrain on the roof."))
+    agent(llm, stores).respond(UserText("Write a poem about my sister Aya."))
     assert message_patterns(llm.schemas[0]) == {COMPOSED_PATTERN}
 
 
@@ -108,11 +108,11 @@ def test_the_real_grammar_holds_the_name(fast_llm: LLMClient) -> None:
     from assistant.agent.tools import TOOLS, action_schema
 
     schema = action_schema(
-        [tool for tool in TOOLS if tool.name == "send_message"], opening=saying("Leo")
+        [tool for tool in TOOLS if tool.name == "send_message"], opening=saying("Lev")
     )
     asked = [
         {"role": "system", "content": "Reply with one short sentence."},
-        {"role": "user", "content": "My son Leo has football practice every Wednesday."},
+        {"role": "user", "content": "My son Lev has swimming lessons every Thursday."},
     ]
     answer = fast_llm.complete_json(asked, schema, max_tokens=60)
-    assert "Leo" in answer["message"] and len(answer["message"]) < 300, answer
+    assert "Lev" in answer["message"] and len(answer["message"]) < 300, answer

@@ -116,15 +116,15 @@ def test_the_reply_reader_keeps_the_first_call_and_separates_text_sources(
 
 
 def test_plain_content_is_the_reply_and_is_kept_as_a_send_message(stores: Stores) -> None:
-    llm = ScriptedTools("Hello Sam, nice to meet you.")
+    llm = ScriptedTools("Hello Sid, nice to meet you.")
     pieces: list[str] = []
     agent = make_agent(llm, stores)
-    turn = agent.respond(UserText("Hi, I'm Sam."), on_text=pieces.append)
-    assert len(pieces) > 2 and "".join(pieces) == "Hello Sam, nice to meet you."
-    assert turn.reply == "Hello Sam, nice to meet you." and turn.errors == []
+    turn = agent.respond(UserText("Hi, I'm Sid."), on_text=pieces.append)
+    assert len(pieces) > 2 and "".join(pieces) == "Hello Sid, nice to meet you."
+    assert turn.reply == "Hello Sid, nice to meet you." and turn.errors == []
     assert [s.tool for s in turn.steps] == ["send_message"]
     assert fifo_actions(agent) == [
-        json.loads(action("send_message", message="Hello Sam, nice to meet you."))
+        json.loads(action("send_message", message="Hello Sid, nice to meet you."))
     ]
     assert recalled(stores)[-1] == ("assistant", turn.reply)
     assert [spec["function"]["name"] for spec in llm.offered[0]] == TOOL_NAMES
@@ -132,7 +132,7 @@ def test_plain_content_is_the_reply_and_is_kept_as_a_send_message(stores: Stores
 
 
 def test_a_send_message_call_streams_while_its_arguments_arrive(stores: Stores) -> None:
-    message = 'Hello "Sam"! Café \u2615 \U0001f600 ok'
+    message = 'Hello "Sid"! Café \u2615 \U0001f600 ok'
     llm = ScriptedTools(call("send_message", message=message), chunk=3)
     pieces: list[str] = []
     turn = make_agent(llm, stores).respond(UserText("Hi"), on_text=pieces.append)
@@ -253,12 +253,12 @@ def test_outages_are_retried_and_an_overflow_flushes(stores: Stores) -> None:
 
 def test_the_mode_may_change_between_turns_and_the_history_stays_text(stores: Stores) -> None:
     llm = ScriptedTools(
-        call("core_memory_append", True, label="human", content="Name: Sam."),
-        "Hi Sam.",
+        call("core_memory_append", True, label="human", content="Name: Sid."),
+        "Hi Sid.",
         say("Still here."),  # now asked for a JSON action
     )
     agent = make_agent(llm, stores)
-    agent.respond(UserText("I'm Sam."))
+    agent.respond(UserText("I'm Sid."))
     llm.tool_calling = "json_action"
     turn = agent.respond(UserText("Still there?"))
     assert turn.reply == "Still here." and len(llm.offered) == 2
@@ -266,8 +266,8 @@ def test_the_mode_may_change_between_turns_and_the_history_stays_text(stores: St
     history = llm.calls[2]
     assert json.loads(history[-5]["content"])["tool"] == "core_memory_append"
     assert history[-4]["content"].startswith("[core_memory_append] human now holds")
-    assert history[-3]["content"] == "[core memory] added to human: Name: Sam."
-    assert json.loads(history[-2]["content"]) == json.loads(say("Hi Sam."))
+    assert history[-3]["content"] == "[core memory] added to human: Name: Sid."
+    assert json.loads(history[-2]["content"]) == json.loads(say("Hi Sid."))
 
 
 # The real client against a scripted chat-completions server
@@ -321,7 +321,7 @@ def run_agent(
 
 
 def test_a_streamed_send_message_call_reaches_the_listener_piece_by_piece(stores: Stores) -> None:
-    message = "Hello Sam, good to meet you."
+    message = "Hello Sid, good to meet you."
     agent, turn, pieces, requests = run_agent(
         stores, [tool_call("send_message", message=message)], "Hi"
     )
@@ -340,20 +340,20 @@ def test_a_streamed_send_message_call_reaches_the_listener_piece_by_piece(stores
 
 def test_a_core_memory_call_with_a_heartbeat_chains_into_a_message(stores: Stores) -> None:
     script = [
-        tool_call("core_memory_append", True, label="human", content="Name: Sam."),
-        tool_call("send_message", message="Nice to meet you, Sam."),
+        tool_call("core_memory_append", True, label="human", content="Name: Sid."),
+        tool_call("send_message", message="Nice to meet you, Sid."),
     ]
-    _, turn, _, requests = run_agent(stores, script, "I'm Sam.")
+    _, turn, _, requests = run_agent(stores, script, "I'm Sid.")
     assert [s.tool for s in turn.steps] == ["core_memory_append", "send_message"]
-    assert stores.core.blocks["human"].value == "Name: Sam."
-    assert turn.reply == "Nice to meet you, Sam." and len(requests) == 2
+    assert stores.core.blocks["human"].value == "Name: Sid."
+    assert turn.reply == "Nice to meet you, Sid." and len(requests) == 2
     first, second = requests[0]["messages"], requests[1]["messages"]
     assert second[: len(first)] == first  # the prefix too: the edit is told in a note
     assert json.loads(second[-3]["content"])["tool"] == "core_memory_append"
     assert second[-2]["role"] == "system" and second[-2]["content"].startswith(
         "[core_memory_append]"
     )
-    assert second[-1] == {"role": "system", "content": "[core memory] added to human: Name: Sam."}
+    assert second[-1] == {"role": "system", "content": "[core memory] added to human: Name: Sid."}
 
 
 def test_plain_content_from_the_endpoint_is_the_reply(stores: Stores) -> None:

@@ -40,7 +40,7 @@ def plain_agent(llm: ScriptedStream, stores: Stores, goals: list[str] | None = N
 def test_a_reply_is_plain_text_asked_for_with_no_schema_and_kept_as_said(stores: Stores) -> None:
     llm = ScriptedStream("Congratulations on the new flat!", "Glad to hear it.")
     agent = plain_agent(llm, stores)
-    turn = agent.respond(UserText("We got the keys to our new flat today."))
+    turn = agent.respond(UserText("We signed the lease on our new flat today."))
     assert turn.reply == "Congratulations on the new flat!"
     assert llm.schemas == [None]
     agent.respond(UserText("It has a balcony."))

@@ -64,8 +64,8 @@ def test_an_intention_comes_back_once_when_due_and_after_a_restart(
     tmp_path: Path, clock: Clock
 ) -> None:
     store = IntentionStore(tmp_path / "intentions.json")
-    kept = store.add("Ask how  Marta's recital went", FRIDAY + timedelta(days=1, hours=3))
-    assert kept.text == "Ask how Marta's recital went" and store.due(FRIDAY) == []
+    kept = store.add("Ask how  Malin's recital went", FRIDAY + timedelta(days=1, hours=3))
+    assert kept.text == "Ask how Malin's recital went" and store.due(FRIDAY) == []
     reopened = IntentionStore(tmp_path / "intentions.json")  # the app restarted
     later = FRIDAY + timedelta(days=2)
     assert [i.id for i in reopened.due(later)] == [kept.id]
@@ -107,14 +107,14 @@ def test_new_memories_and_due_intentions_are_given_once(
     watch = watch_on(stream, tmp_path, clock)
     watch.look()
     clock.advance(minutes=1)
-    stream.add("User: My sister Beatrix lives in Porto.", source="user")
-    watch.intentions.add("Ask Beatrix's news", FRIDAY + timedelta(minutes=3))
+    stream.add("User: My sister Brigida lives in Parma.", source="user")
+    watch.intentions.add("Ask Brigida's news", FRIDAY + timedelta(minutes=3))
     clock.advance(minutes=5)
     digest = watch.look()
     kinds = {item.kind: item for item in digest.items}
     assert set(kinds) == {"memory", "intention"}
     assert kinds["intention"].actionable and not kinds["memory"].actionable
-    assert digest.lines()[0] == "1. (your intention, due now) Ask Beatrix's news"
+    assert digest.lines()[0] == "1. (your intention, due now) Ask Brigida's news"
     watch.given(digest)
     clock.advance(minutes=5)
     assert watch.look().empty
@@ -143,7 +143,7 @@ def test_two_events_at_the_same_time_are_a_clash(
     watch.look()
     stream.add("User: I have the dentist on Tuesday at 3 pm.", source="user")
     clock.advance(minutes=2)
-    stream.add("User: Sofia's piano recital is on Tuesday at 3 pm.", source="user")
+    stream.add("User: Silja's piano recital is on Tuesday at 3 pm.", source="user")
     clock.advance(minutes=2)
     clashes = [i for i in watch.look().items if i.kind == "clash"]
     assert len(clashes) == 1 and clashes[0].actionable
@@ -164,7 +164,7 @@ def test_one_event_said_twice_is_no_clash(
 def test_an_event_told_earlier_is_coming_up_and_then_asked_about(
     stream: MemoryStream, tmp_path: Path, clock: Clock
 ) -> None:
-    stream.add("User: Marta's recital is on Saturday at 6 pm.", source="user")
+    stream.add("User: Malin's recital is on Saturday at 6 pm.", source="user")
     watch = watch_on(stream, tmp_path, clock)
     watch.look()
     clock.advance(hours=1)
@@ -182,10 +182,10 @@ def test_an_event_told_earlier_is_coming_up_and_then_asked_about(
 def test_an_event_a_reminder_covers_is_not_brought_up(
     stream: MemoryStream, tmp_path: Path, clock: Clock
 ) -> None:
-    stream.add("User: Marta's recital is on Saturday at 6 pm.", source="user")
+    stream.add("User: Malin's recital is on Saturday at 6 pm.", source="user")
     watch = watch_on(stream, tmp_path, clock)
     watch.look()
-    watch.reminders.add("leave for Marta's recital", datetime(2026, 11, 28, 17, 15, tzinfo=LISBON))
+    watch.reminders.add("leave for Malin's recital", datetime(2026, 11, 28, 17, 15, tzinfo=LISBON))
     clock.now = datetime(2026, 11, 28, 9, 0, tzinfo=LISBON)
     assert watch.look().empty
 
@@ -193,11 +193,11 @@ def test_an_event_a_reminder_covers_is_not_brought_up(
 def test_an_event_the_user_already_told_of_is_not_asked_about(
     stream: MemoryStream, tmp_path: Path, clock: Clock
 ) -> None:
-    stream.add("User: Marta's recital is on Saturday at 6 pm.", source="user")
+    stream.add("User: Malin's recital is on Saturday at 6 pm.", source="user")
     watch = watch_on(stream, tmp_path, clock)
     watch.look()
     clock.now = datetime(2026, 11, 28, 21, 0, tzinfo=LISBON)
-    stream.add("User: Marta's recital went beautifully tonight.", source="user")
+    stream.add("User: Malin's recital went beautifully tonight.", source="user")
     clock.now = datetime(2026, 11, 29, 10, 0, tzinfo=LISBON)
     assert not [i for i in watch.look().items if i.kind == "passed"]
 
@@ -239,7 +239,7 @@ def test_a_few_an_hour_said_once_and_not_now_holds_across_a_restart(
     tmp_path: Path, clock: Clock
 ) -> None:
     gate = gate_at(tmp_path, clock)
-    gate.said(["upcoming:a"], "Marta's recital is at six today.")
+    gate.said(["upcoming:a"], "Malin's recital is at six today.")
     assert gate.said_before("upcoming:a") and not gate.said_before("upcoming:b")
     gate.said(["clash:a:b"], "The dentist and the recital are both on Tuesday at three.")
     assert "2 proactive messages" in str(gate.blocked())
@@ -290,7 +290,7 @@ def test_a_heartbeat_offers_its_own_tools_and_a_message_only_when_it_may_speak(
     llm = ScriptedStream(
         say("Hello!"),
         action("stay_quiet", reason="nothing needs the user"),
-        say("Marta's recital is at six today."),
+        say("Malin's recital is at six today."),
     )
     agent = tick_agent(llm, stores, intentions, clock)
     agent.respond(UserText("Hi there."))
@@ -301,9 +301,9 @@ def test_a_heartbeat_offers_its_own_tools_and_a_message_only_when_it_may_speak(
     assert set(tools_allowed(llm.schemas[1])) == {"set_intention", "revise_day_plan", "stay_quiet"}
     assert "delegate_task" not in tools_allowed(llm.schemas[1])
     assert "Nothing here needs the user" in llm.calls[1][-1]["content"]
-    spoken = agent.respond(HeartbeatTick(("1. (coming up) Marta's recital (today 18:00)",)))
+    spoken = agent.respond(HeartbeatTick(("1. (coming up) Malin's recital (today 18:00)",)))
     assert tools_allowed(llm.schemas[2]) == ["send_message"], "something to tell: it is told"
-    assert spoken.reply == "Marta's recital is at six today."
+    assert spoken.reply == "Malin's recital is at six today."
 
 
 def test_an_intention_kept_at_a_heartbeat_is_stored_for_its_time(
@@ -311,15 +311,15 @@ def test_an_intention_kept_at_a_heartbeat_is_stored_for_its_time(
 ) -> None:
     intentions = IntentionStore(tmp_path / "intentions.json")
     llm = ScriptedStream(
-        action("set_intention", text="Ask how Marta's recital went", when="tomorrow at 10")
+        action("set_intention", text="Ask how Malin's recital went", when="tomorrow at 10")
     )
     agent = tick_agent(llm, stores, intentions, clock)
     turn = agent.respond(
-        HeartbeatTick(("1. (new memory) User: Marta's recital is tonight at 6 pm.",), False)
+        HeartbeatTick(("1. (new memory) User: Malin's recital is tonight at 6 pm.",), False)
     )
     assert turn.reply == "" and not turn.steps[0].failed
     (kept,) = intentions.pending()
-    assert kept.text == "Ask how Marta's recital went"
+    assert kept.text == "Ask how Malin's recital went"
     assert kept.due_at == datetime(2026, 11, 28, 10, 0, tzinfo=LISBON)
     assert "kept for tomorrow at 10:00" in turn.steps[0].result
 
@@ -372,7 +372,7 @@ def test_digest_lines_put_what_may_need_the_user_first() -> None:
         (Item("passed:1", "passed", '"Job interview at 2 pm" (today at 14:00)', True), "How did "),
         (Item("clash:1:2", "clash", '"dentist" and "play", both Thu', True), "Heads-up: "),
         (Item("upcoming:1", "upcoming", '"recital at 6 pm" (today)', True), "Just a reminder: "),
-        (Item("task:1", "task", '"Find restaurants": Ao 26', True), "I've finished "),
+        (Item("task:1", "task", '"Find restaurants": Casa 12', True), "I've finished "),
         (Item("intention:1", "intention", "Ask how the move went", True), "How "),
     ],
 )
@@ -394,7 +394,7 @@ def test_a_message_said_first_opens_with_what_kind_of_news_it_is(
 
 
 def test_an_intention_that_asks_nothing_is_a_free_message() -> None:
-    told = Digest(FRIDAY, (Item("intention:1", "intention", "Tell Ana the recital moved", True),))
+    told = Digest(FRIDAY, (Item("intention:1", "intention", "Tell Aya the recital moved", True),))
     assert told.opening() is None and told.tell().startswith("do now what you meant to: ")
     asks = Digest(FRIDAY, (Item("intention:1", "intention", "Ask how the move went", True),))
     assert asks.tell() == "ask them how the move went"
@@ -443,7 +443,7 @@ def test_what_needs_the_user_waits_while_they_may_not_be_spoken_to_and_comes_one
         ("Tell the user the recital moved", False),
         ("Check with them whether the form was sent", False),
         ("Gather what the user said about the garden project into a note", True),
-        ("Look through my memories for Ana's address", True),
+        ("Look through my memories for Aya's address", True),
     ],
 )
 def test_a_heartbeat_may_start_work_but_not_a_word_with_the_user(

@@ -31,7 +31,7 @@ FILLER = [
     "The quarterly budget meeting moved to Thursday morning",
     "The lentil soup recipe needs more cumin next time",
     "The electricity bill is due at the end of the month",
-    "The car goes in for its annual service next week",
+    "The van needs four new tyres before the new year",
 ]
 SPECIAL = {
     CAT_AT: "My sister's cat is called Pumpernickel and sleeps on the radiator.",
@@ -258,9 +258,9 @@ def test_explicit_times_are_stored_as_utc(recall: RecallStore) -> None:
 
 def long_document() -> str:
     """About 5,000 characters of distinct sentences in paragraphs, the lighthouse in the middle."""
-    names = ["Alice", "Bruno", "Chen", "Dara", "Emil", "Fatima", "Goran", "Hana", "Ivo", "Jun"]
+    names = ["Alice", "Bruno", "Chen", "Dara", "Egon", "Fatima", "Goran", "Hana", "Ivo", "Jun"]
     things = ["a blue bicycle", "three goats", "an old piano", "a sailing boat", "two beehives"]
-    places = ["in Lisbon", "near Oslo", "outside Kyoto", "in Nairobi", "by Lake Como", "in Quito"]
+    places = ["in Lugano", "near Odda", "outside Kochi", "in Nanjing", "by Lake Como", "in Quito"]
     days = ["Monday", "Tuesday", "Wednesday", "Thursday", "Friday", "Saturday", "Sunday"]
     sentences = [
         f"{names[i % 10]} keeps {things[i % 5]} {places[i % 6]} and checks on it every "

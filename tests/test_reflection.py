@@ -30,16 +30,16 @@ Messages = Sequence[dict[str, str]]
 QUESTIONS = {
     "questions": [
         "What is Klaus working on?",
-        "What does Maria enjoy?",
-        "How are Klaus and Maria related?",
+        "What does Milla enjoy?",
+        "How are Klaus and Milla related?",
     ]
 }
 OBSERVATIONS = [
     "Klaus is writing a research paper on gentrification.",
     "Klaus reads books about urban sociology at the library.",
-    "Klaus talks with Maria about his research over coffee.",
-    "Maria paints watercolours in the park every morning.",
-    "Maria sold two paintings at the weekend market.",
+    "Klaus talks with Milla about his research over coffee.",
+    "Milla paints watercolours in the park every morning.",
+    "Milla sold two paintings at the weekend market.",
     "The library closes at eight in the evening.",
 ]
 
@@ -101,7 +101,7 @@ def test_importance_sum_by_hand(stream: MemoryStream, clock: Clock) -> None:
     assert reflector.importance_since_last_reflection() == 0
     clock.advance(minutes=1)
     stream.add(OBSERVATIONS[3], importance=4)
-    stream.add("Maria loves painting.", kind="reflection", importance=10)  # newer reflection
+    stream.add("Milla loves painting.", kind="reflection", importance=10)  # newer reflection
     assert reflector.importance_since_last_reflection() == 0
     clock.advance(minutes=1)
     stream.add(OBSERVATIONS[4], importance=7)
@@ -151,8 +151,8 @@ def test_reflection_stores_cited_insights(stream: MemoryStream, clock: Clock) ->
         QUESTIONS,
         in_turn(
             cite("Klaus is dedicated to his research.", "research"),
-            cite("Maria is a working artist.", "paint"),
-            cite("Klaus and Maria are close friends.", "Maria", "Klaus talks"),
+            cite("Milla is a working artist.", "paint"),
+            cite("Klaus and Milla are close friends.", "Milla", "Klaus talks"),
         ),
     )
     stored = Reflector(stream, llm).reflect()
@@ -164,13 +164,13 @@ def test_reflection_stores_cited_insights(stream: MemoryStream, clock: Clock) ->
     assert "What 5 high-level insights can you infer" in llm.calls[1][-1]["content"]
     assert [r.text for r in stored] == [
         "Klaus is dedicated to his research.",
-        "Maria is a working artist.",
-        "Klaus and Maria are close friends.",
+        "Milla is a working artist.",
+        "Klaus and Milla are close friends.",
     ]
     expected = [
         ids_with(records, "research"),
         ids_with(records, "paint"),
-        ids_with(records, "Maria", "Klaus talks"),
+        ids_with(records, "Milla", "Klaus talks"),
     ]
     assert [set(r.evidence) for r in stored] == expected
     for record in stored:
@@ -189,7 +189,7 @@ def test_reflections_on_reflections_make_an_evidence_tree(
     first = Reflector(stream, ScriptedLLM(QUESTIONS, cite("Klaus loves research.", "research")))
     [lower] = first.reflect()
     clock.advance(hours=2)
-    newer = observe(stream, ["Klaus applied for a research grant in Berlin."], importance=8)
+    newer = observe(stream, ["Klaus applied for a research grant in Bremen."], importance=8)
     clock.advance(minutes=5)
     second = Reflector(
         stream, ScriptedLLM(QUESTIONS, cite("Research drives Klaus's plans.", "loves", "grant"))
@@ -209,11 +209,11 @@ def test_the_same_insight_from_two_questions_is_stored_once(stream: MemoryStream
         in_turn(
             cite("Klaus is a researcher.", "research"),
             cite("Klaus is a researcher.", "library"),
-            cite("Maria paints.", "paint"),
+            cite("Milla paints.", "paint"),
         ),
     )
     stored = Reflector(stream, llm).reflect()
-    assert [r.text for r in stored] == ["Klaus is a researcher.", "Maria paints."]
+    assert [r.text for r in stored] == ["Klaus is a researcher.", "Milla paints."]
     assert set(stored[0].evidence) == ids_with(records, "research", "library")
 
 
@@ -242,11 +242,11 @@ def test_a_failing_insight_step_skips_only_its_question(stream: MemoryStream) ->
         cite("Klaus is a researcher.", "research"),
         {"insights": []},
         {"insights": [{"insight": "No citations key."}]},
-        cite("Maria paints.", "paint"),
+        cite("Milla paints.", "paint"),
     )
     stored = Reflector(stream, llm).reflect()
     assert len(llm.calls) == 5
-    assert [r.text for r in stored] == ["Klaus is a researcher.", "Maria paints."]
+    assert [r.text for r in stored] == ["Klaus is a researcher.", "Milla paints."]
 
 
 def test_out_of_range_citations_are_ignored(stream: MemoryStream) -> None:
@@ -437,10 +437,10 @@ def test_real_model_reflects_with_valid_evidence(
     memory = open_stream(tmp_path / "data", embedder, clock=clock)
     try:
         facts = [
-            "Klaus is writing a research paper on gentrification in Berlin.",
+            "Klaus is writing a research paper on gentrification in Bremen.",
             "Klaus spends every afternoon reading at the university library.",
             "Klaus interviewed three shop owners about rising rents.",
-            "Klaus told Maria that his paper is due at the end of the month.",
+            "Klaus told Milla that his paper is due at the end of the month.",
             "Klaus drinks black coffee while he writes.",
             "Klaus stayed up until 2 am to finish a chapter of his paper.",
             "Klaus asked his professor for feedback on his first draft.",
@@ -452,7 +452,7 @@ def test_real_model_reflects_with_valid_evidence(
             "Klaus applied for a grant to continue his research next year.",
             "Klaus read a book about the history of Kreuzberg.",
             "Klaus feels nervous about the paper's deadline.",
-            "Klaus celebrated finishing his draft with Maria at a cafe.",
+            "Klaus celebrated finishing his draft with Milla at a cafe.",
             "Klaus cycles to the library every morning.",
             "Klaus rewrote the introduction of his paper twice.",
             "Klaus met a city planner to discuss housing policy.",

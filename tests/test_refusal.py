@@ -22,7 +22,7 @@ from assistant.llm.cancellable import cancellable
 from tests.agent_helpers import ScriptedStream, say
 
 REFUSAL = "I'm sorry, but I can't assist with that."
-STORY = "Once upon a time, a keeper named Ada kept the light on Gull Rock."
+STORY = "Once upon a time, a ferryman named Ada rowed travellers to Gull Rock."
 
 
 def streamed(guard: OpeningGuard, text: str, chunk: int = 3) -> str:
@@ -60,7 +60,7 @@ def test_a_refused_request_is_asked_once_more_and_the_answer_stands(stores: Stor
     llm = ScriptedStream(say(REFUSAL), say(STORY))
     pieces: list[str] = []
     turn = agent(llm, stores).respond(
-        UserText("Tell me a story about a lighthouse keeper."), on_text=pieces.append
+        UserText("Tell me a story about a ferryman."), on_text=pieces.append
     )
     assert turn.reply == STORY == "".join(pieces), "the refusal was neither shown nor kept"
     assert len(llm.calls) == 2 and llm.calls[1] == llm.calls[0], "asked again, as it was"
@@ -116,7 +116,7 @@ def test_a_sentence_said_again_is_dropped_and_the_third_time_is_a_loop() -> None
 
 def test_a_sentence_that_only_begins_like_one_said_is_shown_whole_as_it_parts() -> None:
     loop = LoopStop()
-    loop.feed("She is a vet in Porto. ")
+    loop.feed("She is a vet in Parma. ")
     assert loop.feed("She is a") == ""
     assert loop.feed(" doctor too.") == "She is a doctor too."
     assert fed(LoopStop(), "She is a vet. She is a vet") == "She is a vet. She is a vet", (
@@ -126,7 +126,7 @@ def test_a_sentence_that_only_begins_like_one_said_is_shown_whole_as_it_parts() 
 
 
 def test_short_sentences_come_as_often_as_they_are_written() -> None:
-    text = "Dr. Lee and Dr. Ruiz will see you. Yes. Yes. Okay, 9 a.m. works; 9 a.m. it is."
+    text = "Dr. Lin and Dr. Ruiz will see you. Yes. Yes. Okay, 9 a.m. works; 9 a.m. it is."
     loop = LoopStop()
     assert fed(loop, text) == text and not loop.dropped
 
@@ -134,11 +134,11 @@ def test_short_sentences_come_as_often_as_they_are_written() -> None:
 def test_a_message_going_round_is_stopped_and_what_was_said_kept(
     stores: Stores, caplog: pytest.LogCaptureFixture
 ) -> None:
-    looping = '{"message": "Welcome, Marta. ' + "I'm so sorry for Luis. " * 40
+    looping = '{"message": "Welcome, Malin. ' + "I'm so sorry for Lars. " * 40
     llm = ScriptedStream(looping, chunk=5)
     pieces: list[str] = []
-    turn = agent(llm, stores).respond(UserText("Hi, I'm Marta."), on_text=pieces.append)
+    turn = agent(llm, stores).respond(UserText("Hi, I'm Malin."), on_text=pieces.append)
     shown = "".join(pieces).strip()
-    assert shown == turn.reply == "Welcome, Marta. I'm so sorry for Luis.", "each sentence once"
+    assert shown == turn.reply == "Welcome, Malin. I'm so sorry for Lars.", "each sentence once"
     assert "went round in a loop" in caplog.text, "stopped at the third copy"
     assert len(llm.calls) == 1 and not turn.errors

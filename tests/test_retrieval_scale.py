@@ -235,7 +235,7 @@ def test_mirror_grows_in_batches_and_scores_every_record() -> None:
                 "pinned": False,
                 "deleted": False,
                 "vector": (rng.normal(size=8) * 3).astype(np.float32).tolist(),
-                "text": f"{('Anna', '(Ben)', 'the Anna')[i % 3]}: note {i}",
+                "text": f"{('Anna', '(Boaz)', 'the Anna')[i % 3]}: note {i}",
             }
             for i in range(700)
         ]
@@ -248,7 +248,7 @@ def test_mirror_grows_in_batches_and_scores_every_record() -> None:
     vectors = np.array([r["vector"] for r in rows], dtype=np.float32)
     query = rng.normal(size=8).astype(np.float32)
     assert np.allclose(mirror.similarity(query), cosine(query, vectors), atol=1e-5)
-    for name, opening in (("Anna", "Anna:"), ("Ben", "(Ben)"), ("the", "the Anna")):
+    for name, opening in (("Anna", "Anna:"), ("Boaz", "(Boaz)"), ("the", "the Anna")):
         expected = [i for i, r in enumerate(rows) if str(r["text"]).startswith(opening)]
         assert np.flatnonzero(mirror.opens_with(name)).tolist() == expected
     assert not mirror.opens_with("Cleo").any()

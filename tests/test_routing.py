@@ -27,11 +27,11 @@ TOOL_NAMES = {"send_message", "memory_search", "set_reminder"}
 @pytest.mark.parametrize(
     "message",
     [
-        "Remind me to call the dentist tomorrow at 9.",
-        "Can you remind me to take my pills at 8 tonight?",
-        "In twenty minutes, remind me to take the bread out of the oven.",
-        "Don\u2019t let me forget to water the plants this evening.",
-        "Please set a reminder for the rent on the 1st.",
+        "Remind me to call the optician tomorrow at 9.",
+        "Can you remind me to put the bins out at 8 tonight?",
+        "In twenty minutes, remind me to check the laundry.",
+        "Don\u2019t let me forget to lock the garage this evening.",
+        "Please set a reminder for the gas bill on the 1st.",
         "remind me about the meeting at 3",
         "Set a timer for 10 minutes.",
         "start a pasta timer for eight minutes",
@@ -48,7 +48,7 @@ BACKGROUND_TOOLS = TOOL_NAMES | {"delegate_task"}
     "message",
     [
         "In the background, find everything about my landlord and sum it up.",
-        "When you get a chance, go over my notes on the garden and make a list.",
+        "When you get a chance, go over my notes on the allotment and make a list.",
         "Can you, when you have a moment, write up my running log?",
         "When you're free, check what I said about taxes.",
         "Summarise my week for me, no rush.",
@@ -84,9 +84,9 @@ def test_a_reminder_asked_for_when_free_is_still_a_reminder() -> None:
 @pytest.mark.parametrize(
     "message",
     [
-        "Remind me what Ana said about the trip.",
-        "Can you remind me who Kenji is?",
-        "remind me, where did I put the spare key?",
+        "Remind me what Aya said about the trip.",
+        "Can you remind me who Kaoru is?",
+        "remind me, where did I put the bike pump?",
         "I forgot my umbrella.",
         "The reminder went off too late yesterday.",
         "The kitchen timer is broken.",
@@ -99,8 +99,8 @@ def test_anything_else_is_left_to_the_model(message: str) -> None:
 @pytest.mark.parametrize(
     "message",
     [
-        "Tell me a short story about a lighthouse keeper.",
-        "Write me a haiku about autumn rain.",
+        "Tell me a short story about a clockmaker.",
+        "Write me a haiku about morning fog.",
         "Can you tell me a joke?",
         "tell us another funny story",
         "Please write a limerick about my cat.",
@@ -123,7 +123,7 @@ def test_a_poem_asked_for_at_once_keeps_its_line_breaks(stores: Stores) -> None:
         stores,
         ContextWindow(instructions(), stores.core, ContextConfig(window_tokens=4096)),
         AgentConfig(),
-    ).respond(UserText("Write me a haiku about autumn rain."), on_text=pieces.append)
+    ).respond(UserText("Write me a haiku about morning fog."), on_text=pieces.append)
     assert turn.reply == haiku == "".join(pieces) and not turn.errors
     [message] = [shape["properties"]["message"] for shape in llm.schemas[0]["anyOf"]]
     assert message["pattern"] == COMPOSED_PATTERN
@@ -135,10 +135,10 @@ def test_a_poem_asked_for_at_once_keeps_its_line_breaks(stores: Stores) -> None:
 @pytest.mark.parametrize(
     "message",
     [
-        "Write a note of everything I said about Ana and save it.",
-        "Tell me what Ana said about the trip.",
+        "Write a note of everything I said about Aya and save it.",
+        "Tell me what Aya said about the trip.",
         "My son told me a joke yesterday.",
-        "Find the story I told you about the lighthouse.",
+        "Find the story I told you about the clockmaker.",
     ],
 )
 def test_other_asks_to_tell_or_write_are_left_to_the_model(message: str) -> None:
@@ -146,7 +146,7 @@ def test_other_asks_to_tell_or_write_are_left_to_the_model(message: str) -> None
 
 
 def test_no_routing_to_a_tool_the_agent_lacks() -> None:
-    assert first_tool("Remind me to call Ana.", {"send_message"}) is None
+    assert first_tool("Remind me to call Aya.", {"send_message"}) is None
 
 
 def agent_with_reminders(
@@ -163,14 +163,14 @@ def agent_with_reminders(
 
 def test_the_first_step_of_a_reminder_request_is_held_to_set_reminder(stores: Stores) -> None:
     llm = ScriptedStream(
-        action("set_reminder", text="call the dentist", when="tomorrow at 9"),
-        say("I'll remind you to call the dentist tomorrow at 9."),
+        action("set_reminder", text="call the optician", when="tomorrow at 9"),
+        say("I'll remind you to call the optician tomorrow at 9."),
     )
     reminders: list[SetReminder] = []
     agent = agent_with_reminders(llm, stores, reminders)
-    turn = agent.respond(UserUtterance("Remind me to call the dentist tomorrow at 9.", 0.9))
+    turn = agent.respond(UserUtterance("Remind me to call the optician tomorrow at 9.", 0.9))
     assert [s.tool for s in turn.steps] == ["set_reminder", "send_message"]
-    assert reminders == [SetReminder(text="call the dentist", when="tomorrow at 9")]
+    assert reminders == [SetReminder(text="call the optician", when="tomorrow at 9")]
     assert tools_allowed(llm.schemas[0]) == ["set_reminder"]
     # Then the user is answered (this tool's result is not what they are told), held to
     # send_message as after any step that asked for none.
@@ -190,9 +190,9 @@ def test_other_messages_and_events_offer_every_tool(stores: Stores) -> None:
     ("message", "asks"),
     [
         ("Where does my brother live?", True),
-        ("what time is my flight", True),
+        ("what time is my ferry", True),
         ("Is it going to rain tomorrow", True),
-        ("I\u2019m allergic to penicillin.", False),
+        ("I\u2019m allergic to wasp stings.", False),
         ("Tell me a story.", False),
         ("Whatever you think is fine.", False),
     ],
@@ -204,13 +204,13 @@ def test_a_question_is_known_by_its_mark_or_its_first_word(message: str, asks: b
 @pytest.mark.parametrize(
     ("message", "about"),
     [
-        ("What's my dentist's name?", True),
-        ("When is Ana's birthday?", True),
-        ("where did I leave my glasses", True),
-        ("How many minutes are there in three hours?", False),
+        ("What's my optician's name?", True),
+        ("When is Aya's birthday?", True),
+        ("where did I leave my gloves", True),
+        ("How many minutes are there in four hours?", False),
         ("How are you today?", False),
         ("Can you tell me a joke?", False),
-        ("My sister Ana lives in Porto.", False),
+        ("My sister Aya lives in Parma.", False),
     ],
 )
 def test_a_question_about_the_users_life_names_them_or_someone(message: str, about: bool) -> None:
@@ -226,7 +226,7 @@ def test_the_answer_to_a_question_says_first_whether_it_is_known(stores: Stores)
     llm = ScriptedStream('{"known": false, "message": "I don\'t know, you haven\'t told me."}')
     agent = agent_with_reminders(llm, stores, [])
     pieces: list[str] = []
-    turn = agent.respond(UserText("What's my dentist's name?"), on_text=pieces.append)
+    turn = agent.respond(UserText("What's my optician's name?"), on_text=pieces.append)
     # Streamed and recorded as any message is.
     assert "".join(pieces) == turn.reply == "I don't know, you haven't told me."
     known, unknown = known_shapes(llm.schemas[0])
@@ -235,7 +235,7 @@ def test_the_answer_to_a_question_says_first_whether_it_is_known(stores: Stores)
     # Not known: the message is held to saying so.
     pattern = re.compile(unknown["properties"]["message"]["pattern"])
     assert pattern.match("I don't know, you haven't told me.")
-    assert not pattern.match("Your dentist is Dr. Smith.")
+    assert not pattern.match("Your optician is Dr. Stolz.")
     # Answered at once: retrieval has just searched the memory with the question.
     assert tools_allowed(llm.schemas[0]) == ["send_message", "send_message"]
 
@@ -245,14 +245,14 @@ def test_statements_general_questions_and_routed_requests_are_not_held_to_what_i
 ) -> None:
     llm = ScriptedStream(
         say("Noted."),
-        say("180."),
-        action("set_reminder", text="pills", when="at 8"),
+        say("240."),
+        action("set_reminder", text="bins", when="at 8"),
         say("I'll remind you at 8."),
     )
     agent = agent_with_reminders(llm, stores, [])
-    agent.respond(UserText("My dentist is Dr. Alves."))
-    agent.respond(UserText("How many minutes are there in three hours?"))
-    agent.respond(UserText("Can you remind me to take my pills at 8?"))
+    agent.respond(UserText("My dentist is Dr. Abreu."))
+    agent.respond(UserText("How many minutes are there in four hours?"))
+    agent.respond(UserText("Can you remind me to put the bins out at 8?"))
     assert not any(known_shapes(schema) for schema in llm.schemas)
 
 
@@ -285,15 +285,15 @@ def test_a_reminder_is_turned_to_the_user() -> None:
         addressed_to_the_user("I\u2019ll watch it; I've seen it")
         == "you'll watch it; you've seen it"
     )
-    assert addressed_to_the_user("call Amy about mine") == "call Amy about yours"
+    assert addressed_to_the_user("call Abi about mine") == "call Abi about yours"
     assert addressed_to_the_user("email Tim") == "email Tim", "nothing to turn"
 
 
 def test_a_reminder_set_is_confirmed_in_the_tools_own_words(stores: Stores) -> None:
     """No model step after set_reminder: the small models answered a reminder set with a
     refusal."""
-    llm = ScriptedStream(action("set_reminder", text="call the dentist", when="tomorrow at 9"))
-    confirm = "I'll remind you tomorrow at 09:00: call the dentist"
+    llm = ScriptedStream(action("set_reminder", text="call the optician", when="tomorrow at 9"))
+    confirm = "I'll remind you tomorrow at 09:00: call the optician"
 
     def remind(_: Stores, arguments: SetReminder) -> str:
         return confirm
@@ -305,7 +305,7 @@ def test_a_reminder_set_is_confirmed_in_the_tools_own_words(stores: Stores) -> N
     context = ContextWindow(instructions(tools), stores.core, ContextConfig(window_tokens=4096))
     pieces: list[str] = []
     turn = Agent(llm, stores, context, AgentConfig(), tools=tools).respond(
-        UserText("Remind me to call the dentist tomorrow at 9."), on_text=pieces.append
+        UserText("Remind me to call the optician tomorrow at 9."), on_text=pieces.append
     )
     assert len(llm.calls) == 1
     assert pieces[0] == ACKNOWLEDGED, "said before the model writes the tool's action"
@@ -363,7 +363,7 @@ def test_what_was_said_ahead_of_a_failed_tool_step_is_kept(stores: Stores) -> No
     context = ContextWindow(instructions(tools), stores.core, ContextConfig(window_tokens=4096))
     agent = Agent(llm, stores, context, AgentConfig(), tools=tools)
     pieces: list[str] = []
-    turn = agent.respond(UserText("Remind me to call Tom."), on_text=pieces.append)
+    turn = agent.respond(UserText("Remind me to call Tor."), on_text=pieces.append)
     assert turn.steps[0].failed
     assert "".join(pieces) == f"{ACKNOWLEDGED}\nWhen should it be?" == turn.reply
     said = [("assistant", ACKNOWLEDGED), ("assistant", "When should it be?")]

@@ -56,27 +56,27 @@ def reply_end(update: Update) -> bool:
 async def test_two_clients_share_one_conversation(
     loaded_for: Callable[..., LoadedConfig], start_service: Callable[..., InProcess]
 ) -> None:
-    with scripted_endpoint("stream", action("Porto is lovely in spring.")) as (url, _):
+    with scripted_endpoint("stream", action("Parma is lovely in spring.")) as (url, _):
         loaded = loaded_for(**{"llm.base_url": url})
         start_service(loaded)
         first = await ServiceClient.connect(loaded, "tui", start=False)
         second = await ServiceClient.connect(loaded, "chat", start=False)
-        await first.send(Say(text="Tell me about Porto.", ref="r1"))
+        await first.send(Say(text="Tell me about Parma.", ref="r1"))
         for client in (first, second):
             seen = await until(client, reply_end)
             said = [u for u in seen if isinstance(u, UserSaid)]
             assert [(u.text, u.client, u.ref) for u in said] == [
-                ("Tell me about Porto.", "tui", "r1")
+                ("Tell me about Parma.", "tui", "r1")
             ]
             streamed = "".join(u.text for u in seen if isinstance(u, ReplyChunk))
             end = seen[-1]
             assert isinstance(end, ReplyEnd) and end.error is None
-            assert end.text == streamed == "Porto is lovely in spring."
+            assert end.text == streamed == "Parma is lovely in spring."
         late = await ServiceClient.connect(loaded, "late", start=False)
         history = [(item.role, item.text) for item in late.welcome.history]
         assert history[-2:] == [
-            ("user", "Tell me about Porto."),
-            ("assistant", "Porto is lovely in spring."),
+            ("user", "Tell me about Parma."),
+            ("assistant", "Parma is lovely in spring."),
         ]
         for client in (first, second, late):
             await client.close()
@@ -343,7 +343,7 @@ def test_brain_chat_streams_replies_and_another_client_sees_them(
     with scripted_endpoint("stream", action("Noted.")) as (url, _):
         loaded = loaded_for(**{"llm.base_url": url, "service.background": "true"})
         try:
-            chat = brain(loaded, "chat", stdin="My sister is Ana.\n")
+            chat = brain(loaded, "chat", stdin="My sister is Aya.\n")
             assert chat.returncode == 0, chat.stderr
             assert "brain> Noted." in chat.stdout
             assert "keeps running (service.background = true)" in chat.stderr

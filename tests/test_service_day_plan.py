@@ -74,7 +74,7 @@ def loaded(
         # Something to plan from: a user the planner knows nothing about gets no plan unasked.
         routed.settings.data_dir.mkdir(parents=True, exist_ok=True)
         (routed.settings.data_dir / "core_memory.json").write_text(
-            json.dumps({"version": 1, "blocks": {"human": "Rui finishes a report today."}})
+            json.dumps({"version": 1, "blocks": {"human": "Rik finishes a report today."}})
         )
         start_service(routed)
         yield routed

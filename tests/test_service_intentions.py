@@ -50,7 +50,7 @@ from ui.widgets.chat import ChatLog, MessageView
 from ui.widgets.intention_table import IntentionTable
 from ui.widgets.memory_table import FLAG, MemoryTable
 
-RECITAL = "Ask Marta how the recital went"
+RECITAL = "Ask Malin how the recital went"
 BEFORE = GROUNDED_SINCE - timedelta(days=1)
 
 
@@ -112,13 +112,13 @@ async def test_intentions_are_listed_edited_and_settled_and_every_window_hears(
     # Another window is told something changed (its plans pane reads the intentions again).
     await until(other, lambda u: isinstance(u, MemoryStats))
 
-    renamed = await ask(client, EditIntention(ref="t", id=row.id, text="Ask Marta about it"))
-    assert isinstance(renamed, Intentions) and renamed.rows[0].text == "Ask Marta about it"
+    renamed = await ask(client, EditIntention(ref="t", id=row.id, text="Ask Malin about it"))
+    assert isinstance(renamed, Intentions) and renamed.rows[0].text == "Ask Malin about it"
     assert renamed.rows[0].due_at == moved.rows[0].due_at
 
     done = await ask(client, SettleIntention(ref="d", id=row.id, status="done"))
     assert isinstance(done, Intentions) and done.rows[0].status == "done"
-    assert done.text == 'marked done "Ask Marta about it"'
+    assert done.text == 'marked done "Ask Malin about it"'
     again = await ask(client, SettleIntention(ref="p", id=row.id, status="pending"))
     assert isinstance(again, Intentions) and again.rows[0].status == "pending"
     assert running.session().intentions.get(row.id).status == "pending"
@@ -134,7 +134,7 @@ async def test_intentions_are_listed_edited_and_settled_and_every_window_hears(
         failed = await ask(client, request)
         assert isinstance(failed, Failed) and said in failed.text, failed
         assert "\n" not in failed.text
-    assert running.session().intentions.get(row.id).text == "Ask Marta about it"
+    assert running.session().intentions.get(row.id).text == "Ask Malin about it"
     await client.close()
     await other.close()
 
@@ -143,11 +143,11 @@ async def test_the_day_plan_is_made_around_the_intentions_due_today(running: Run
     session = running.session()
     now = session.clock()
     tonight = datetime.combine(now.date(), time(23, 59), now.tzinfo)
-    session.intentions.add("Ask Rui whether the report went out", tonight)
+    session.intentions.add("Ask Rik whether the report went out", tonight)
     settled = session.intentions.add("Ask about the plumber", tonight)
     session.intentions.settle(settled.id, "done")
     lines = list(session.planner.context(now))
-    assert "Intention at 23:59: Ask Rui whether the report went out" in lines
+    assert "Intention at 23:59: Ask Rik whether the report went out" in lines
     # Not tomorrow's, nor one already done.
     assert not any(RECITAL in line or "plumber" in line for line in lines)
 
@@ -160,7 +160,7 @@ def add_plans(session: Session) -> tuple[list[str], list[str]]:
         stream.add(text, "plan", "assistant", created_at=BEFORE).id
         for text in (
             "Plan for Thu 26 Nov, 09:00-12:00: Go to the library to study maths",
-            "Plan for Thu 26 Nov, 14:00-15:00: Walk around Elm Street",
+            "Plan for Thu 26 Nov, 14:00-15:00: Walk around Fir Street",
         )
     ]
     kept = [
@@ -261,7 +261,7 @@ async def test_a_message_said_first_is_marked_in_the_conversation(running: Runni
     async with app.run_test(size=(120, 40)) as pilot:
         await wait_for(lambda: app.conversation.link.client is not None, 30)
         screen = app.conversation
-        said = "Marta's recital was yesterday: how did it go?"
+        said = "Malin's recital was yesterday: how did it go?"
         for update in (
             ReplyStart(turn=900, proactive=True),
             ReplyChunk(turn=900, text=said),

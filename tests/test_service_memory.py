@@ -96,13 +96,13 @@ async def test_changes_reach_the_agents_next_turn_and_can_be_undone(
         other = await ServiceClient.connect(loaded, "chat", start=False)
         ana = ids[FACTS[0]]
 
-        done = await ask(client, MemoryEdit(ref="1", id=ana, text="Ana lives in Lisbon now."))
-        assert isinstance(done, MemoryDone) and done.row.text == "Ana lives in Lisbon now."
+        done = await ask(client, MemoryEdit(ref="1", id=ana, text="Ana lives in Lugano now."))
+        assert isinstance(done, MemoryDone) and done.row.text == "Ana lives in Lugano now."
         told = await until(other, lambda u: isinstance(u, MemoryChangedByUser))
         assert isinstance(told[-1], MemoryChangedByUser) and told[-1].id == ana
 
         await turn(client, "Where does Ana live?")
-        assert "Ana lives in Lisbon now." in retrieved(endpoint)
+        assert "Ana lives in Lugano now." in retrieved(endpoint)
         assert "Porto" not in retrieved(endpoint)
         assert "[the user changed a memory] edited the memory" in prompt_of(endpoint)
 
@@ -121,7 +121,7 @@ async def test_changes_reach_the_agents_next_turn_and_can_be_undone(
         await turn(client, "Where does Ana live?")
         # Shown by the first turn's block, which is still in the history: told, not retrieved.
         assert "[the user changed a memory] undid a change" in prompt_of(endpoint)
-        assert "Ana lives in Lisbon now." in prompt_of(endpoint)
+        assert "Ana lives in Lugano now." in prompt_of(endpoint)
 
         history = await ask(client, MemoryOpen(ref="6", id=ana))
         assert isinstance(history, MemoryDetail)

@@ -22,7 +22,7 @@ from assistant.service.session import Session
 from tests.helpers.fake_openai import ScriptedEndpoint, scripted_endpoint
 from tests.helpers.service import InProcess, action, until
 
-ASKED = "How did Marta's recital go?"
+ASKED = "How did Malin's recital go?"
 DENTIST = "How was the dentist?"
 
 
@@ -100,13 +100,13 @@ async def test_a_due_intention_is_said_first_marked_and_kept_in_the_history(
     client = await ServiceClient.connect(loaded, "tui", start=False)
     session = await session_of(service)
     await ticked(client, service)  # the first look: what was there before is not news
-    session.intentions.add("Ask how Marta's recital went", session.clock() - timedelta(minutes=1))
+    session.intentions.add("Ask how Malin's recital went", session.clock() - timedelta(minutes=1))
     await client.send(Tick())
     seen = await until(client, lambda u: isinstance(u, ReplyEnd))
     start = next(u for u in seen if isinstance(u, ReplyStart))
     assert start.proactive and seen[-1].text == ASKED  # type: ignore[union-attr]
     (request,) = heartbeat_requests(endpoint)
-    assert "(your intention, due now) Ask how Marta's recital went" in json.dumps(request)
+    assert "(your intention, due now) Ask how Malin's recital went" in json.dumps(request)
     assert session.intentions.due(session.clock()) == [], "brought back once"
     # A window opened later (before the first leaves: the last one out stops the service).
     again = await ServiceClient.connect(loaded, "tui-2", start=False)
@@ -123,7 +123,7 @@ async def test_after_not_now_what_needs_the_user_waits_and_asks_the_llm_nothing(
     client = await ServiceClient.connect(loaded, "tui", start=False)
     session = await session_of(service)
     await ticked(client, service)
-    session.intentions.add("Ask how Marta's recital went", session.clock() - timedelta(minutes=1))
+    session.intentions.add("Ask how Malin's recital went", session.clock() - timedelta(minutes=1))
     await client.send(Tick())
     await until(client, lambda u: isinstance(u, ReplyEnd) and u.text == ASKED)
     await client.send(Say(text="Not now, please.", ref="n"))

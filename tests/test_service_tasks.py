@@ -44,11 +44,11 @@ from ui.screens.approval import ApprovalScreen
 from ui.screens.tasks import TasksScreen
 from ui.widgets.chat import ChatLog, MessageView
 
-RESULT = "Ana, your sister, moved to Lisbon."
+RESULT = "Aya, your sister, moved to Lugano."
 
 
 def step(tool: str, **arguments: Any) -> str:
-    plan = [{"goal": "Find where Ana lives", "reason": "the user asked"}]
+    plan = [{"goal": "Find where Aya lives", "reason": "the user asked"}]
     return json.dumps({"plan": plan, "progress": "done", "tool": tool, "arguments": arguments})
 
 
@@ -63,11 +63,11 @@ def route(body: dict[str, Any]) -> str:
             return step("files__write_file", name="list.txt", text="milk, eggs")
         if any("memory_search result" in str(m["content"]) for m in messages):
             return step("finish", result=RESULT)
-        return step("memory_search", query="sister Ana")
+        return step("memory_search", query="sister Aya")
     if last.startswith("[task "):
         return action(f"Your task is done: {RESULT}")
     if "in the background" in last:
-        goal = {"goal": "Find where the user's sister Ana lives"}
+        goal = {"goal": "Find where the user's sister Aya lives"}
         return json.dumps({"tool": "delegate_task", "arguments": goal, "request_heartbeat": True})
     if "remind me" in last.lower():
         # Not the time the user said: the one their words name is used (a small model's
@@ -98,7 +98,7 @@ async def test_a_delegated_task_runs_and_the_agent_tells_the_user(
     loaded: LoadedConfig,
 ) -> None:
     client = await ServiceClient.connect(loaded, "tui", start=False)
-    await client.send(Say(text="My sister Ana moved to Lisbon.", ref="a"))
+    await client.send(Say(text="My sister Aya moved to Lugano.", ref="a"))
     await until(client, lambda u: isinstance(u, ReplyEnd))
 
     await client.send(Delegate(ref="d", goal="Find out where my sister lives"))
@@ -114,7 +114,7 @@ async def test_a_delegated_task_runs_and_the_agent_tells_the_user(
     [row] = listed.tasks
     assert row.id == accepted.task.id and row.status == "done" and row.result == RESULT
     assert [s.tool for s in row.steps] == ["memory_search", "finish"]
-    assert "Lisbon" in row.steps[0].result and row.plan and row.llm_calls == 2
+    assert "Lugano" in row.steps[0].result and row.plan and row.llm_calls == 2
 
     await client.send(CancelTask(ref="c", id=row.id))
     refused = (await until(client, lambda u: getattr(u, "ref", None) == "c"))[-1]
@@ -145,7 +145,7 @@ async def test_the_agent_hands_a_task_off_and_says_so_in_its_own_words(
     loaded: LoadedConfig,
 ) -> None:
     client = await ServiceClient.connect(loaded, "tui", start=False)
-    end = await replied(client, "Find out where Ana lives, in the background.")
+    end = await replied(client, "Find out where Aya lives, in the background.")
     # No model step after the hand-off: the tool's confirmation is the reply, after the
     # word said as soon as the model's action named the tool.
     assert end.text == f"{ACKNOWLEDGED} {HANDED_OFF}"
@@ -184,7 +184,7 @@ async def test_the_tasks_pane_delegates_shows_the_plan_and_result_and_a_reminder
         await pilot.pause()
         detail = str(pane.query_one("#task-detail", Static).render())
         assert f"Result: {RESULT}" in detail
-        assert "Find where Ana lives" in detail and "memory_search" in detail
+        assert "Find where Aya lives" in detail and "memory_search" in detail
         await pilot.press("ctrl+x")  # a finished task cannot be cancelled
         await pilot.press("escape")
         # The reminder appears in the conversation.

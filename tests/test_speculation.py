@@ -17,13 +17,13 @@ from assistant.llm.client import LLMClient, LLMUnavailable
 from assistant.llm.messages import StreamDelta, TextDelta
 from tests.agent_helpers import ScriptedStream, agent_on, say, turn_under_way
 
-QUESTION = "Where does my sister Beatrix live?"
+QUESTION = "Where does my sister Brigida live?"
 
 
 @pytest.fixture
 def stores(stores: Stores) -> Stores:
     """The shared stores, with what the questions are about."""
-    for text in ["User: My sister Beatrix lives in Porto.", "User: I drive a blue Fiat."]:
+    for text in ["User: My sister Brigida lives in Parma.", "User: I drive a blue Fiat."]:
         stores.stream.add(text, importance=6)
     return stores
 
@@ -33,13 +33,13 @@ def heard(text: str) -> UserUtterance:
 
 
 def test_the_turn_takes_over_the_reply_asked_for_at_the_pause(stores: Stores) -> None:
-    model = ScriptedStream(say("In Porto."), say("Something else."))
+    model = ScriptedStream(say("In Parma."), say("Something else."))
     agent = agent_on(model, stores)
     assert agent.speculate(QUESTION)
     before = list(agent.context.fifo)
     pieces: list[str] = []
     turn = agent.respond(heard(QUESTION), on_text=pieces.append)
-    assert turn.reply == "In Porto." and "".join(pieces) == "In Porto."
+    assert turn.reply == "In Parma." and "".join(pieces) == "In Parma."
     assert len(model.calls) == 1, "the turn sent nothing of its own"
     assert model.calls[0][-1] == {"role": "user", "content": QUESTION}
     assert agent.speculated.taken == 1 and agent.speculated.dropped == 0
@@ -48,11 +48,11 @@ def test_the_turn_takes_over_the_reply_asked_for_at_the_pause(stores: Stores) ->
 
 
 def test_a_speculation_on_words_the_user_then_went_on_from_is_dropped(stores: Stores) -> None:
-    model = ScriptedStream(say("Where does who live?"), say("In Porto."))
+    model = ScriptedStream(say("Where does who live?"), say("In Parma."))
     agent = agent_on(model, stores)
     assert agent.speculate("Where does my")
     turn = agent.respond(heard(QUESTION))
-    assert turn.reply == "In Porto.", "the answer to what was said, not to the pause"
+    assert turn.reply == "In Parma.", "the answer to what was said, not to the pause"
     assert [call[-1]["content"] for call in model.calls] == ["Where does my", QUESTION]
     assert agent.speculated.taken == 0 and agent.speculated.dropped == 1
     memories = [m.record.text for m in stores.stream.retrieve("Where does my", k=10)]
@@ -73,12 +73,12 @@ def test_a_newer_pause_replaces_the_speculation_and_a_busy_turn_refuses_one(
 
 
 def test_reading_a_draft_ahead_drops_the_speculation_before_it(stores: Stores) -> None:
-    model = ScriptedStream(say("Where does who live?"), say("In Porto."))
+    model = ScriptedStream(say("Where does who live?"), say("In Parma."))
     agent = agent_on(model, stores)
     assert agent.speculate("Where does my")
     assert agent.prepare(QUESTION), "the user went on speaking"
     assert agent.speculated.dropped == 1
-    assert agent.respond(heard(QUESTION)).reply == "In Porto."
+    assert agent.respond(heard(QUESTION)).reply == "In Parma."
 
 
 def test_a_speculation_hands_over_what_was_written_and_then_the_rest() -> None:
@@ -87,13 +87,13 @@ def test_a_speculation_hands_over_what_was_written_and_then_the_rest() -> None:
     def slow() -> Iterator[StreamDelta]:
         yield TextDelta("In ")
         go_on.wait(10)
-        yield TextDelta("Porto.")
+        yield TextDelta("Parma.")
 
     speculation = Speculation(Request.of([{"role": "user", "content": "x"}]), slow)
     pieces = speculation.take()
     assert next(pieces) == TextDelta("In ")
     go_on.set()
-    assert list(pieces) == [TextDelta("Porto.")]
+    assert list(pieces) == [TextDelta("Parma.")]
 
 
 def test_a_failed_speculation_fails_the_turn_that_takes_it_and_an_unread_one_stops() -> None:
@@ -124,7 +124,7 @@ def test_a_failed_speculation_fails_the_turn_that_takes_it_and_an_unread_one_sto
 @pytest.mark.slow
 def test_the_real_server_speculates_and_drops_cleanly(fast_llm: LLMClient, stores: Stores) -> None:
     agent = agent_on(fast_llm, stores)
-    agent.respond(heard("Hello, I'm Sam."))
+    agent.respond(heard("Hello, I'm Sid."))
     assert agent.speculate("Where does my")
     time.sleep(0.5)  # the server is writing the reply to the pause when the turn comes
     dropped = agent.respond(heard(QUESTION))
@@ -141,7 +141,7 @@ def test_a_pause_while_a_word_is_read_ahead_still_has_its_reply_asked_for(
 ) -> None:
     """Drafts come from two threads (a word's read ahead, a sentence's speculation): the one
     that comes while the other's memories are retrieved waits for it, and is not lost."""
-    model = ScriptedStream(say("In Porto."))
+    model = ScriptedStream(say("In Parma."))
     agent = agent_on(model, stores)
     ranking = threading.Event()
     rank = agent.memories.rank
@@ -157,5 +157,5 @@ def test_a_pause_while_a_word_is_read_ahead_still_has_its_reply_asked_for(
     assert ranking.wait(5)
     assert agent.speculate(QUESTION), "waited for the word's memories, then asked"
     word.join(5)
-    assert agent.respond(heard(QUESTION)).reply == "In Porto."
+    assert agent.respond(heard(QUESTION)).reply == "In Parma."
     assert agent.speculated.taken == 1 and len(model.calls) == 1

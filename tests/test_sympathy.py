@@ -23,7 +23,7 @@ from tests.agent_helpers import ScriptedStream, say
 TROUBLE = (
     "My cat is sick and won't eat.",
     "I didn't get the job, they rejected me.",
-    "Our flight got cancelled and we're stuck in Lisbon.",
+    "Our flight got cancelled and we're stuck in Lugano.",
     "I'm so stressed about the move.",
     "Grandpa passed away on Monday.",
     "Someone stole my bike. It was stolen from outside the gym.",
@@ -31,10 +31,10 @@ TROUBLE = (
     "My phone fell in the bath and it\u2019s broken.",
 )
 NO_TROUBLE = (
-    "I'm starting a pottery class on Tuesdays.",
-    "Nina's wedding is on the 14th of June.",
+    "I'm starting a woodwork class on Tuesdays.",
+    "Nina's wedding is on the 21st of June.",
     "We're painting the kitchen blue this weekend.",
-    "My brother Jonas works as an electrician in Ghent.",
+    "My brother Jules works as an electrician in Ghent.",
     "I have a meeting with the bank at 11.",
     "I'm vegetarian.",
     "The gas man is coming tomorrow between 8 and 12.",
@@ -71,12 +71,12 @@ def test_the_guard_holds_sympathy_back_only_when_told() -> None:
 def test_condolences_for_plain_news_are_asked_again(stores: Stores) -> None:
     context = ContextWindow(instructions(), stores.core, ContextConfig(window_tokens=4096))
     llm = ScriptedStream(
-        say("I'm sorry to hear that your dentist appointment moved."),
+        say("I'm sorry to hear that your haircut moved."),
         say("Okay, Wednesday morning it is."),
     )
     pieces: list[str] = []
     turn = Agent(llm, stores, context, AgentConfig()).respond(
-        UserText("My dentist appointment moved to Wednesday morning."), on_text=pieces.append
+        UserText("My haircut moved to Wednesday morning."), on_text=pieces.append
     )
     assert turn.reply == "Okay, Wednesday morning it is." == "".join(pieces)
     assert len(llm.calls) == 2
@@ -84,8 +84,8 @@ def test_condolences_for_plain_news_are_asked_again(stores: Stores) -> None:
 
 def test_condolences_for_trouble_stand(stores: Stores) -> None:
     context = ContextWindow(instructions(), stores.core, ContextConfig(window_tokens=4096))
-    llm = ScriptedStream(say("I'm sorry to hear that. I hope Pepper's pain eases."))
+    llm = ScriptedStream(say("I'm sorry to hear that. I hope Pippin's pain eases."))
     turn = Agent(llm, stores, context, AgentConfig()).respond(
-        UserText("My dog Pepper hurt her paw.")
+        UserText("My dog Pippin hurt her paw.")
     )
     assert turn.reply.startswith("I'm sorry to hear that.") and len(llm.calls) == 1

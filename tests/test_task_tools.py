@@ -46,8 +46,8 @@ def stores(tmp_path: Path, embedder: OnnxSentenceEmbedder) -> Iterator[Stores]:
 def documents(tmp_path: Path) -> Path:
     folder = tmp_path / "documents"
     (folder / "trips").mkdir(parents=True)
-    (folder / "ana.md").write_text("# Ana\nMy sister Ana lives in Lisbon since May.\n")
-    (folder / "trips" / "plan.txt").write_text("Train to Porto on the 3rd of December.\n")
+    (folder / "aya.md").write_text("# Aya\nMy sister Aya lives in Lugano since May.\n")
+    (folder / "trips" / "plan.txt").write_text("Train to Parma on the 3rd of December.\n")
     (folder / "trips" / "latin1.txt").write_bytes("Café in Évora, booked.\n".encode("latin-1"))
     write_pdf(folder / "garden.pdf", ["The quince tree needs pruning in February.", ""])
     (folder / ".secret.md").write_text("hidden")
@@ -72,11 +72,11 @@ def workspace_with(
 
 
 def test_documents_are_read_only_inside_the_allowed_paths(documents: Path, tmp_path: Path) -> None:
-    assert allowed_path(documents / "ana.md", [documents]) == (documents / "ana.md").resolve()
+    assert allowed_path(documents / "aya.md", [documents]) == (documents / "aya.md").resolve()
     with pytest.raises(DocumentError, match="outside the allowed paths"):
         allowed_path(documents / ".." / "elsewhere.txt", [documents])
     with pytest.raises(DocumentError, match="allowed_paths is empty"):
-        allowed_path(documents / "ana.md", [])
+        allowed_path(documents / "aya.md", [])
     outside = tmp_path / "outside.md"
     outside.write_text("not yours")
     (documents / "link.md").symlink_to(outside)
@@ -86,13 +86,13 @@ def test_documents_are_read_only_inside_the_allowed_paths(documents: Path, tmp_p
 
 def test_a_folder_is_read_recursively_skipping_hidden_and_unknown_files(documents: Path) -> None:
     names = [p.relative_to(documents).as_posix() for p in documents_at(documents)]
-    assert names == ["ana.md", "garden.pdf", "trips/latin1.txt", "trips/plan.txt"]
+    assert names == ["aya.md", "garden.pdf", "trips/latin1.txt", "trips/plan.txt"]
     with pytest.raises(DocumentError, match="only"):
         documents_at(documents / "photo.jpg")
 
 
 def test_text_markdown_pdf_and_bad_bytes_are_read(documents: Path) -> None:
-    assert "Lisbon" in read_document(documents / "ana.md").text
+    assert "Lugano" in read_document(documents / "aya.md").text
     pdf = read_document(documents / "garden.pdf")
     assert "quince tree" in pdf.text
     assert pdf.warning is not None and "1 of 2 pages" in pdf.warning
@@ -113,11 +113,11 @@ def test_ingested_documents_are_searchable_and_reading_again_replaces_them(
     assert "not valid UTF-8" in said
     assert "quince" in stores.archival.search("when to prune the fruit tree").items[0].text
     chunks = stores.archival.count()
-    (documents / "ana.md").write_text("# Ana\nAna moved on to Berlin in October.\n")
-    ingest_documents(str(documents / "ana.md"), workspace)
+    (documents / "aya.md").write_text("# Aya\nAya moved on to Bremen in October.\n")
+    ingest_documents(str(documents / "aya.md"), workspace)
     assert stores.archival.count() == chunks
-    texts = [hit.text for hit in stores.archival.search("where does Ana live", page_size=10).items]
-    assert any("Berlin" in t for t in texts) and not any("Lisbon" in t for t in texts)
+    texts = [hit.text for hit in stores.archival.search("where does Aya live", page_size=10).items]
+    assert any("Bremen" in t for t in texts) and not any("Lugano" in t for t in texts)
 
 
 def test_a_sub_agent_reads_an_allowed_folder_without_asking(
@@ -128,15 +128,15 @@ def test_a_sub_agent_reads_an_allowed_folder_without_asking(
     llm = ScriptedSteps(
         step("ingest_documents", path=str(documents)),
         step("ingest_documents", path=str(tmp_path / "data")),
-        step("archival_search", query="Porto train", page=1),
-        step("finish", result="The train to Porto is on 3 December."),
+        step("archival_search", query="Parma train", page=1),
+        step("finish", result="The train to Parma is on 3 December."),
     )
     record, _ = run_task(workspace, llm)
     assert record.status == "done"
     ingest, outside, search = record.steps[:3]
     assert not ingest.failed and "read 4 documents" in ingest.result
     assert outside.failed and "outside the allowed paths" in outside.result
-    assert "Porto" in search.result
+    assert "Parma" in search.result
     assert approvals.asked == []
 
 

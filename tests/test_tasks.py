@@ -190,7 +190,7 @@ def test_reminder_times_are_read_from_words() -> None:
 
 def test_the_time_the_user_named_is_read_from_their_words() -> None:
     evening = NOW.replace(hour=19, minute=0)
-    assert time_named_in("Remind me to water the plants this evening.", NOW) == evening
+    assert time_named_in("Remind me to feed the cat this evening.", NOW) == evening
     assert time_named_in("remind me in 30 seconds to stretch", NOW) == NOW + timedelta(seconds=30)
     assert time_named_in("Remind me to check the oven in 20 minutes", NOW) == NOW + timedelta(
         minutes=20
@@ -203,18 +203,18 @@ def test_the_time_the_user_named_is_read_from_their_words() -> None:
 
 def test_a_reminder_is_due_when_the_user_said_not_when_the_model_wrote(tmp_path: Path) -> None:
     reminders = ReminderStore(tmp_path / "reminders.json")
-    heard = "Remind me to water the plants this evening."
+    heard = "Remind me to feed the cat this evening."
     tools = {
         t.name: t
         for t in background_tools(MagicMock(), reminders, lambda: NOW, heard=lambda: heard)
     }
     remind = tools["set_reminder"]
-    said = remind.run(MagicMock(), SetReminder(text="water the plants", when="13:00"))
-    assert said == "I'll remind you today at 19:00: water the plants"
-    heard = "Remind me to buy a present for Lars."  # no time named: the model's stands
-    remind.run(MagicMock(), SetReminder(text="buy a present for Lars", when="in 2 hours"))
+    said = remind.run(MagicMock(), SetReminder(text="feed the cat", when="13:00"))
+    assert said == "I'll remind you today at 19:00: feed the cat"
+    heard = "Remind me to buy a gift for Lars."  # no time named: the model's stands
+    remind.run(MagicMock(), SetReminder(text="buy a gift for Lars", when="in 2 hours"))
     due = {reminder.text: reminder.due_at for reminder in reminders.pending()}
-    assert due["buy a present for Lars"] == NOW + timedelta(hours=2)
+    assert due["buy a gift for Lars"] == NOW + timedelta(hours=2)
 
 
 def test_a_reminder_says_what_the_user_asked_for_not_what_the_model_wrote(

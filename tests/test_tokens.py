@@ -27,8 +27,8 @@ from assistant.settings import Settings
 from memory.embedder import OnnxSentenceEmbedder
 
 TEXTS = (
-    "Hello there, Ana!",
-    "My sister Ana lives in Lisbon and teaches piano on Tuesdays.",
+    "Hello there, Eve!",
+    "My sister Eve lives in Vienna and teaches piano on Tuesdays.",
     "café 😀 naïve — 日本語",
     "caf\udcff",  # an undecodable byte, as the memory keeps it
     "  spaces\n\nand lines\t",

@@ -107,7 +107,7 @@ async def test_typed_question_gets_a_streamed_reply_from_the_local_model(
 async def test_a_turn_from_another_client_shows_in_the_window(
     loaded_for: Callable[..., LoadedConfig],
 ) -> None:
-    with scripted_endpoint("stream", action("Ana lives in **Lisbon**.")) as (url, _):
+    with scripted_endpoint("stream", action("Aya lives in **Lugano**.")) as (url, _):
         loaded = loaded_for(**{"llm.base_url": url})
         app = BrainApp(loaded)
         async with app.run_test(size=(100, 30)) as pilot:
@@ -115,13 +115,13 @@ async def test_a_turn_from_another_client_shows_in_the_window(
             assert isinstance(screen, ConversationScreen)
             await wait_for(lambda: screen.state == "ready", 60)
             assert "voice off" in voice_text(screen)
-            answered = await ask(loaded, "Where does Ana live?")
+            answered = await ask(loaded, "Where does Aya live?")
             assert answered == 0
             await wait_for(lambda: views(screen, "assistant") and not screen.replying, 30)
             [user] = views(screen, "user")
-            assert user.text == "Where does Ana live?" and user.note == "typed in ask"
+            assert user.text == "Where does Aya live?" and user.note == "typed in ask"
             [reply] = views(screen, "assistant")
-            assert reply.text == "Ana lives in **Lisbon**."
+            assert reply.text == "Aya lives in **Lugano**."
             assert isinstance(reply.content, Markdown), "a reply is rendered as Markdown"
             assert isinstance(user.content, Text), "what the user typed is shown as typed"
 
@@ -129,7 +129,7 @@ async def test_a_turn_from_another_client_shows_in_the_window(
             await pilot.click("#prompt")
             await pilot.press(*"draft", "up")
             prompt = screen.query_one("#prompt", Input)
-            assert prompt.value == "Where does Ana live?"
+            assert prompt.value == "Where does Aya live?"
             await pilot.press("down")
             assert prompt.value == "draft"
             await quit_and_wait(pilot, loaded)

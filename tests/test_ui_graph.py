@@ -33,17 +33,17 @@ SIZE = (130, 44)
 
 
 def seed_graph(loaded: LoadedConfig, embedder: OnnxSentenceEmbedder, ids: dict[str, str]) -> None:
-    """Ana lived in Braga (a document says), then Porto (the fact from the seeded memory),
+    """Ana lived in Breda (a document says), then Porto (the fact from the seeded memory),
     and a wrong fact."""
     data = loaded.settings.data_dir
     store = GraphStore(open_database(data), WriteLock(data / "memory.lock"), embedder)
     archival = ArchivalStore(open_database(data), WriteLock(data / "memory.lock"), embedder)
-    [piece] = archival.insert("Ana grew up in Braga.", "import", "family.md")
-    braga = store_fact(
-        store, "Ana", "lives in", "Braga", ("gone", piece), START - timedelta(days=400)
+    [piece] = archival.insert("Ana grew up in Breda.", "import", "family.md")
+    breda = store_fact(
+        store, "Ana", "lives in", "Breda", ("gone", piece), START - timedelta(days=400)
     )
     porto = store_fact(store, "Ana", "lives in", "Porto", (ids[FACTS[0]],))
-    store.retire(braga.id, porto.valid_from, porto.id)
+    store.retire(breda.id, porto.valid_from, porto.id)
     store_fact(store, "Ana", "works as", "pasta", (ids[FACTS[0]],))
     store_fact(store, "Pedro", "plays", "cello", (ids[FACTS[1]],))
 
@@ -79,7 +79,7 @@ async def test_an_entity_shows_its_facts_and_the_user_corrects_retires_and_undoe
             await wait_for(lambda: bool(entities.rows), 30)
             # Most facts first; the search narrows by name.
             assert [r.name for r in entities.rows][:1] == ["Ana"]
-            assert {r.name for r in entities.rows} >= {"Ana", "Porto", "Braga", "Pedro"}
+            assert {r.name for r in entities.rows} >= {"Ana", "Porto", "Breda", "Pedro"}
             entities.query_one("#entity-search", Input).value = "ped"
             await wait_for(lambda: [r.name for r in entities.rows] == ["Pedro"], 10)
             entities.query_one("#entity-search", Input).value = ""
@@ -92,7 +92,7 @@ async def test_an_entity_shows_its_facts_and_the_user_corrects_retires_and_undoe
             await wait_for(lambda: bool(screen.facts), 10)
             facts = screen.query_one("#entity-facts", DataTable)
             # Current facts first; the past one says when it stopped and what replaced it.
-            assert cells(facts, 0)[-1] == "Ana lives in Braga"
+            assert cells(facts, 0)[-1] == "Ana lives in Breda"
             assert "replaced by “Ana lives in Porto”" in cells(facts, 1)[-1]
             assert "2 facts hold, 1 past" in str(screen.query_one("#entity-meta").render())
 
@@ -107,8 +107,8 @@ async def test_an_entity_shows_its_facts_and_the_user_corrects_retires_and_undoe
             assert app.screen is screen
 
             # A fact learnt from a document shows the piece it came from, which opens nothing.
-            await choose(pilot, screen, "Ana lives in Braga")
-            assert cells(memories, 1) == ["family.md: Ana grew up in Braga."]
+            await choose(pilot, screen, "Ana lives in Breda")
+            assert cells(memories, 1) == ["family.md: Ana grew up in Breda."]
             memories.focus()
             await pilot.press("enter")
             assert app.screen is screen

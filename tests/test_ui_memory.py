@@ -124,31 +124,31 @@ async def test_edit_delete_and_undo_on_screen_reach_the_agents_next_turn(
             await wait_for(lambda: detail.row is not None, 10)
             text = detail.query_one("#detail-text", TextArea)
             assert text.has_focus and text.text == FACTS[0]
-            text.text = "Ana lives in Lisbon now."
+            text.text = "Ana lives in Lugano now."
             await pilot.press("ctrl+s")
-            await wait_for(lambda: detail.row and detail.row.text.endswith("Lisbon now."), 10)
+            await wait_for(lambda: detail.row and detail.row.text.endswith("Lugano now."), 10)
             assert [c.action for c in detail.changes] == ["edit", "add"]
             await reload(screen, lambda: pilot.press("escape"))
-            assert "Ana lives in Lisbon now." in table_texts(screen)
+            assert "Ana lives in Lugano now." in table_texts(screen)
 
             await ask_agent(app, pilot, endpoint)
-            assert "Ana lives in Lisbon now." in retrieved(endpoint)
+            assert "Ana lives in Lugano now." in retrieved(endpoint)
             assert "Porto" not in retrieved(endpoint)
             assert "[the user changed a memory]" in prompt_of(endpoint)
 
             # Delete from the table: not retrieved; undo: back. The agent is told of each (the
             # memory stays in its history, in the block it was first retrieved in).
             screen = await open_memory(app, pilot)
-            await point_at(pilot, screen, "Ana lives in Lisbon now.")
+            await point_at(pilot, screen, "Ana lives in Lugano now.")
             await reload(screen, lambda: pilot.press("d"))
-            assert "Ana lives in Lisbon now." not in table_texts(screen)
+            assert "Ana lives in Lugano now." not in table_texts(screen)
             await ask_agent(app, pilot, endpoint)
             assert "Ana lives" not in retrieved(endpoint)
             assert "[the user changed a memory] deleted the memory" in prompt_of(endpoint)
 
             screen = await open_memory(app, pilot)
             await reload(screen, lambda: pilot.press("ctrl+z"))
-            assert "Ana lives in Lisbon now." in table_texts(screen)
+            assert "Ana lives in Lugano now." in table_texts(screen)
             await ask_agent(app, pilot, endpoint)
             assert "[the user changed a memory] undid a change" in prompt_of(endpoint)
             await pilot.press("ctrl+q")
@@ -282,16 +282,16 @@ async def test_evidence_tree_pin_filters_core_memory_and_panes(
             assert isinstance(core, CoreMemoryScreen)
             await wait_for(lambda: bool(core.blocks), 10)
             human = core.query_one("#core-human", TextArea)
-            human.text = "Name: Rita. Lives in Braga."
+            human.text = "Name: Rita. Lives in Breda."
             await pilot.press("ctrl+s")
-            await wait_for(lambda: core.blocks["human"].value == "Name: Rita. Lives in Braga.", 10)
+            await wait_for(lambda: core.blocks["human"].value == "Name: Rita. Lives in Breda.", 10)
             await pilot.press("escape", "escape")
             assert app.screen is app.conversation
             await pilot.click("#prompt")
             await pilot.press(*"What is my name?", "enter")
             await wait_for(lambda: bool(agent_requests(endpoint)), 30)
             await wait_for(lambda: not app.conversation.replying, 30)
-            assert "Name: Rita. Lives in Braga." in prompt_of(endpoint)
+            assert "Name: Rita. Lives in Breda." in prompt_of(endpoint)
 
             # The plans pane is the memory screen on plan memories; the tasks pane shows the
             # service's work.
@@ -333,7 +333,7 @@ async def test_a_page_of_memories_is_as_wide_as_its_text_before_the_table_measur
     """On a loaded machine a frame could be drawn between the rows' arrival and the table's
     own measuring (when it is next idle); that frame's rows stayed cut at the "Memory" label's
     width. The text column is widened as the rows are added."""
-    said = "User: My sister Ana lives in Lisbon and teaches music at the conservatory."
+    said = "User: My sister Aya lives in Lugano and teaches music at the conservatory."
     app = TableApp()
     async with app.run_test(size=(160, 20)):
         table = app.query_one(MemoryTable)
@@ -345,7 +345,7 @@ async def test_the_same_page_again_leaves_the_table_as_drawn() -> None:
     """The page is asked for each time the screen is shown; when nothing on it changed the
     table keeps its rows (refilling would draw them all again). Any change it draws counts:
     words, a mark, an importance being rated."""
-    rated = memory_row("User: Ana teaches music.")
+    rated = memory_row("User: Aya teaches music.")
     app = TableApp()
     async with app.run_test(size=(160, 20)):
         table = app.query_one(MemoryTable)
@@ -353,7 +353,7 @@ async def test_the_same_page_again_leaves_the_table_as_drawn() -> None:
         later = rated.last_accessed_at + timedelta(hours=1)
         assert table.shows([rated.model_copy(update={"last_accessed_at": later})])
         for changed in (
-            {"text": "User: Ana teaches piano."},
+            {"text": "User: Aya teaches piano."},
             {"pinned": True},
             {"deleted": True},
             {"importance_state": "pending"},
@@ -362,6 +362,6 @@ async def test_the_same_page_again_leaves_the_table_as_drawn() -> None:
         ):
             assert not table.shows([rated.model_copy(update=changed)]), changed
         assert not table.shows([rated, rated.model_copy(update={"id": "m2"})])
-        edited = rated.model_copy(update={"text": "User: Ana teaches piano."})
+        edited = rated.model_copy(update={"text": "User: Aya teaches piano."})
         table.show([edited])
         assert table.shows([edited]) and str(table.get_row("m1")[-1]) == edited.text

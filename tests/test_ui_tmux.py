@@ -82,22 +82,22 @@ def alive(pid: int) -> bool:
 def test_brain_in_tmux_answers_and_shows_the_turn_in_memory(
     loaded_for: Callable[..., LoadedConfig],
 ) -> None:
-    answer = "Noted: Ana lives in Lisbon."
+    answer = "Noted: Aya lives in Lugano."
     with scripted_endpoint("stream", action(answer)) as (url, _):
         loaded = loaded_for(**{"llm.base_url": url, "voice.enabled": "false"})
         brain = str(Path(sys.executable).parent / "brain")
         tmux = Tmux([brain, "run"], launch_environment(loaded))
         try:
             tmux.wait_for(lambda s: " ready: " in s, 60)
-            tmux.keys("My sister Ana lives in Lisbon.", "Enter")
+            tmux.keys("My sister Aya lives in Lugano.", "Enter")
             screen = tmux.wait_for(lambda s: answer in s, 60)
-            assert "My sister Ana lives in Lisbon." in screen
+            assert "My sister Aya lives in Lugano." in screen
             tmux.keys("F2")
             # Opened as the turn's records are written, the list catches up when the turn's
             # stats come.
             screen = tmux.wait_for(
                 lambda s: (
-                    "User: My sister Ana lives in Lisbon." in s and f"Brain OS: {answer}" in s
+                    "User: My sister Aya lives in Lugano." in s and f"Brain OS: {answer}" in s
                 ),
                 30,
             )

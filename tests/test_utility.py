@@ -31,9 +31,9 @@ from tests.agent_helpers import ScriptedStream, say
 from tests.memory_helpers import Clock, open_stream
 from tests.task_helpers import NOW, ScriptedSteps, run_task, step
 
-SISTER = "User: My sister Beatrix lives in Porto."
-NURSE = "User: My sister Beatrix works as a nurse."
-QUESTION = "Where does my sister Beatrix live?"
+SISTER = "User: My sister Brigida lives in Parma."
+NURSE = "User: My sister Brigida works as a nurse."
+QUESTION = "Where does my sister Brigida live?"
 
 
 def utility(stream: MemoryStream, record_id: str) -> float:
@@ -95,7 +95,7 @@ def test_of_two_equally_relevant_memories_the_more_useful_ranks_first(
     config = MemoryConfig(relevance="cosine", exact_scoring=exact)
     memory = open_stream(tmp_path / "data", embedder, clock=clock, config=config)
     try:
-        text = "The spare key is under the blue flowerpot."
+        text = "The spare key is under the green watering can."
         first, second = memory.add_many(
             [NewMemory(text, importance=5), NewMemory(text, importance=5)], merge_duplicates=False
         )
@@ -119,7 +119,7 @@ def test_of_two_equally_relevant_memories_the_more_useful_ranks_first(
 
 
 def test_the_screens_search_ranks_by_relevance_only(stream: MemoryStream) -> None:
-    text = "The spare key is under the blue flowerpot."
+    text = "The spare key is under the green watering can."
     first, second = stream.add_many([NewMemory(text), NewMemory(text)], merge_duplicates=False)
     stream.adjust_utility([second.id], helped=True)
     found = stream.search("spare key").items
@@ -131,19 +131,19 @@ def test_the_screens_search_ranks_by_relevance_only(stream: MemoryStream) -> Non
 
 def test_an_edit_of_the_text_on_screen_lowers_utility_and_undo_keeps_it(stores: Stores) -> None:
     stream = stores.stream
-    record = stream.add("User: The dentist is on Elm Street.")
+    record = stream.add("User: The dentist is on Fir Street.")
     stream.adjust_utility([record.id], helped=True)
     desk = MemoryDesk(stores)
     desk.edit(MemoryEdit(ref="1", id=record.id, importance=8))
     assert utility(stream, record.id) == 1.0, "a changed importance is not a correction"
-    desk.edit(MemoryEdit(ref="2", id=record.id, text="User: The dentist is on Oak Street."))
+    desk.edit(MemoryEdit(ref="2", id=record.id, text="User: The dentist is on Yew Street."))
     assert utility(stream, record.id) == 1.0 - stream.config.utility_loss
     changes = stream.changes(record.id)
     assert changes[0].action == "edit"
-    assert changes[0].after["text"] == "User: The dentist is on Oak Street."
+    assert changes[0].after["text"] == "User: The dentist is on Yew Street."
     desk.undo(MemoryUndo(ref="3"))
     undone = stream.get(record.id)
-    assert undone is not None and undone.text == "User: The dentist is on Elm Street."
+    assert undone is not None and undone.text == "User: The dentist is on Fir Street."
     assert undone.utility == -1.0, "undoing the edit keeps what it cost"
 
 
@@ -167,22 +167,22 @@ def test_a_delete_lowers_utility_and_a_restore_keeps_it(stores: Stores) -> None:
     [
         "No, that's wrong.",
         "Actually it's on Thursday.",
-        "That's not right, she lives in Porto.",
-        "no, my sister is called Ana",
+        "That's not right, she lives in Parma.",
+        "no, my sister is called Aya",
         "Nope, it was last year.",
         "You got it wrong: the meeting is at 4.",
         "I said Tuesday, not Thursday.",
         "Wrong, it's 5 pm.",
         "That\u2019s incorrect.",
         "Not quite, it's the blue folder.",
-        "Her name is actually Marta.",
+        "Her name is actually Malin.",
         "Actually, the dentist is on Friday.",
         "I never said that.",
         "No.",
     ],
 )
 def test_corrections_are_recognised(message: str) -> None:
-    assert corrects(message, "Ana lives in Lisbon.")
+    assert corrects(message, "Aya lives in Lugano.")
 
 
 @pytest.mark.parametrize(
@@ -199,7 +199,7 @@ def test_corrections_are_recognised(message: str) -> None:
         "That's right!",
         "Not bad at all!",
         "Nothing else for now.",
-        "Now remind me to call Ana.",
+        "Now remind me to call Aya.",
         "Is it wrong to eat late?",
         "What is actually on my calendar?",
         "I said I'd call her, and I did.",
@@ -207,7 +207,7 @@ def test_corrections_are_recognised(message: str) -> None:
     ],
 )
 def test_other_messages_are_not_corrections(message: str) -> None:
-    assert not corrects(message, "Ana lives in Lisbon.")
+    assert not corrects(message, "Aya lives in Lugano.")
 
 
 def test_no_to_a_question_is_an_answer_not_a_correction() -> None:
@@ -220,10 +220,10 @@ def test_a_memory_is_used_when_the_reply_says_what_only_it_could_give(
     stream: MemoryStream,
 ) -> None:
     sister, nurse = stream.add(SISTER), stream.add(NURSE)
-    words = content_words("Brain OS: Beatrix's sisters live at 4")
-    assert words == {"beatrix", "sister", "live", "4"}
-    assert used_in("Beatrix lives in Porto.", QUESTION, [sister, nurse]) == [sister.id]
-    assert used_in("I don't know where Beatrix lives.", QUESTION, [sister, nurse]) == []
+    words = content_words("Brain OS: Brigida's sisters live at 4")
+    assert words == {"brigida", "sister", "live", "4"}
+    assert used_in("Brigida lives in Parma.", QUESTION, [sister, nurse]) == [sister.id]
+    assert used_in("I don't know where Brigida lives.", QUESTION, [sister, nurse]) == []
 
 
 def agent_on(llm: ScriptedStream, stores: Stores) -> Agent:
@@ -246,10 +246,10 @@ def test_memories_a_reply_used_rise_when_the_user_does_not_correct_it(
     stores: Stores, remembered: tuple[str, str]
 ) -> None:
     sister, nurse = remembered
-    llm = ScriptedStream(grounded("Beatrix lives in Porto."), say("You're welcome!"))
+    llm = ScriptedStream(grounded("Brigida lives in Parma."), say("You're welcome!"))
     agent = agent_on(llm, stores)
     turn = agent.respond(UserText(QUESTION))
-    assert turn.reply == "Beatrix lives in Porto."
+    assert turn.reply == "Brigida lives in Parma."
     shown = "\n".join(m["content"] for m in llm.calls[0])
     assert SISTER in shown and NURSE in shown, "both shown, one used"
     assert utility(stores.stream, sister) == 0.0, "not judged until the user answers"
@@ -267,23 +267,23 @@ def test_memories_a_reply_used_fall_when_the_user_corrects_it(
 ) -> None:
     sister, nurse = remembered
     llm = ScriptedStream(
-        grounded("Beatrix lives in Porto."), say("Thanks for telling me: Lisbon it is.")
+        grounded("Brigida lives in Parma."), say("Thanks for telling me: Lugano it is.")
     )
     agent = agent_on(llm, stores)
     agent.respond(UserText(QUESTION))
-    agent.respond(UserText("No, that's wrong: she moved to Lisbon last year."))
+    agent.respond(UserText("No, that's wrong: she moved to Lugano last year."))
     assert utility(stores.stream, sister) == -stores.stream.config.utility_loss
     assert utility(stores.stream, nurse) == 0.0
 
 
 def test_an_interrupted_reply_is_not_judged(stores: Stores, remembered: tuple[str, str]) -> None:
     sister, _ = remembered
-    long = "Beatrix lives in Porto. She has lived there for years, near the old bridge."
+    long = "Brigida lives in Parma. She has lived there for years, near the old bridge."
     llm = ScriptedStream(grounded(long), say("Okay."), chunk=4)
     agent = agent_on(llm, stores)
     cancel = threading.Event()
     turn = agent.respond(UserText(QUESTION), on_text=lambda piece: cancel.set(), cancel=cancel)
-    assert turn.interrupted and "Porto" in turn.reply
+    assert turn.interrupted and "Parma" in turn.reply
     agent.respond(UserText("Thanks."))
     assert utility(stores.stream, sister) == 0.0
 
@@ -298,27 +298,27 @@ def workspace(stores: Stores, tmp_path: Path) -> Workspace:
 
 def test_a_task_that_finished_well_raises_the_memories_it_used(workspace: Workspace) -> None:
     stream = workspace.stores.stream
-    lisbon = stream.add("User: My sister Ana moved to Lisbon last spring.")
-    car = stream.add("User: My sister Ana drives a red car.")
+    lugano = stream.add("User: My sister Aya moved to Lugano last spring.")
+    car = stream.add("User: My sister Aya drives a red car.")
     dentist = stream.add("User: The dentist appointment is on Friday at 3.")
     llm = ScriptedSteps(
-        step("memory_search", ["Find where Ana lives", "Answer"], query="dentist appointment"),
-        step("finish", progress="done", result="Ana lives in Lisbon."),
+        step("memory_search", ["Find where Aya lives", "Answer"], query="dentist appointment"),
+        step("finish", progress="done", result="Aya lives in Lugano."),
     )
-    record, _ = run_task(workspace, llm, goal="Find where my sister Ana lives")
+    record, _ = run_task(workspace, llm, goal="Find where my sister Aya lives")
     assert record.status == "done"
-    assert utility(stream, lisbon.id) == stream.config.utility_gain
+    assert utility(stream, lugano.id) == stream.config.utility_gain
     assert utility(stream, car.id) == 0.0, "retrieved for the goal, not used"
     assert utility(stream, dentist.id) == 0.0, "found by its search, not used"
 
 
 def test_a_task_that_gave_up_changes_nothing(workspace: Workspace) -> None:
     stream = workspace.stores.stream
-    lisbon = stream.add("User: My sister Ana moved to Lisbon last spring.")
-    llm = ScriptedSteps(step("give_up", reason="Ana lives in Lisbon, but I cannot say so."))
-    record, _ = run_task(workspace, llm, goal="Find where my sister Ana lives")
+    lugano = stream.add("User: My sister Aya moved to Lugano last spring.")
+    llm = ScriptedSteps(step("give_up", reason="Aya lives in Lugano, but I cannot say so."))
+    record, _ = run_task(workspace, llm, goal="Find where my sister Aya lives")
     assert record.status == "failed"
-    assert utility(stream, lisbon.id) == 0.0
+    assert utility(stream, lugano.id) == 0.0
 
 
 def test_utility_survives_an_export_round_trip_of_the_record(stream: MemoryStream) -> None:

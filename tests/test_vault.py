@@ -131,7 +131,7 @@ def record_of(**changes: Any) -> MemoryRecord:
 def test_a_note_reads_back_as_written_however_obsidian_rewrites_its_yaml(tmp_path: Path) -> None:
     record = record_of()
     names = {"b" * 32: "2026-11-21 cited bbbbbbbb"}
-    rendered = render_note(record, names, LIVE_KEYS, ["Ana", "Porto"])
+    rendered = render_note(record, names, LIVE_KEYS, ["Aya", "Parma"])
     view = parse_note(rendered.encode())
     assert view.id == record.id and view.text == record.text
     assert (view.importance, view.pinned) == (4, False)
@@ -139,8 +139,8 @@ def test_a_note_reads_back_as_written_however_obsidian_rewrites_its_yaml(tmp_pat
         "## Evidence",
         "- [[2026-11-21 cited bbbbbbbb]]",
         "## Entities",
-        "- [[Ana]]",
-        "- [[Porto]]",
+        "- [[Aya]]",
+        "- [[Parma]]",
     )
     # Obsidian's properties pane writes block lists and bare timestamps: the same note.
     path = tmp_path / "note.md"
@@ -150,7 +150,7 @@ def test_a_note_reads_back_as_written_however_obsidian_rewrites_its_yaml(tmp_pat
     assert parse_note(path.read_bytes()) == view
     assert file_action(record, parse_note(path.read_bytes()), rendered) == "keep"
     assert file_action(record.with_changes(deleted=True), view, rendered) == "remove"
-    pinned = render_note(record.with_changes(pinned=True), names, LIVE_KEYS, ["Ana", "Porto"])
+    pinned = render_note(record.with_changes(pinned=True), names, LIVE_KEYS, ["Aya", "Parma"])
     assert file_action(record, parse_note(pinned.encode()), rendered) == "write"
 
     cases = {
@@ -223,16 +223,16 @@ def test_when_both_sides_changed_the_later_wins_and_the_other_is_in_the_history(
         next(r.id for r in stream.list_memories().items if r.text == t) for t in FACTS[:2]
     )
     vault.clock.advance(minutes=10)
-    stream.edit(ana, text="Ana lives in Braga.")
+    stream.edit(ana, text="Ana lives in Breda.")
     stream.edit(pedro, text="Pedro plays the double bass.")
 
     # Ana's note was saved after the app's edit: the note wins.
-    rewrite(notes[ana], text="Ana lives in Lisbon.")
+    rewrite(notes[ana], text="Ana lives in Lugano.")
     at(notes[ana], timedelta(minutes=5))
     vault.saved(notes[ana])
-    assert stream.get(ana).text == "Ana lives in Lisbon."  # type: ignore[union-attr]
+    assert stream.get(ana).text == "Ana lives in Lugano."  # type: ignore[union-attr]
     texts = [c.after.get("text") for c in stream.changes(ana)]
-    assert texts == ["Ana lives in Lisbon.", "Ana lives in Braga.", FACTS[0]]
+    assert texts == ["Ana lives in Lugano.", "Ana lives in Breda.", FACTS[0]]
 
     # Pedro's was saved before it: the app's text stays, the note's is in the history, and
     # the importance only the note changed is taken.
@@ -297,11 +297,11 @@ def test_start_up_catches_up_with_what_changed_while_it_was_stopped(vault: Vault
 
     # While the service was stopped: notes edited, deleted, renamed, made in the inbox, one
     # broken; and a memory changed (by an import, say).
-    rewrite(notes[ana], text="Ana lives in Lisbon.", pinned=True)
+    rewrite(notes[ana], text="Ana lives in Lugano.", pinned=True)
     notes[pedro].unlink()
     renamed = notes[joana].with_name("Joana and tea.md")
     notes[joana].rename(renamed)
-    (vault.folder / "Inbox" / "cat.md").write_text("Joana's cat is called Miso.\n", "utf-8")
+    (vault.folder / "Inbox" / "cat.md").write_text("Joana's cat is called Momo.\n", "utf-8")
     broken = b"---\nid: [oops\n---\n\nThe dentist appointment is on Monday."
     mended = broken.replace(b"[oops", f'"{dentist}"'.encode())
     unreadable = notes[dentist]
@@ -311,13 +311,13 @@ def test_start_up_catches_up_with_what_changed_while_it_was_stopped(vault: Vault
 
     vault.restart()
     after = stream.get(ana)
-    assert after is not None and (after.text, after.pinned) == ("Ana lives in Lisbon.", True)
+    assert after is not None and (after.text, after.pinned) == ("Ana lives in Lugano.", True)
     assert [c.action for c in stream.changes(ana)] == ["edit", "add"]
     assert stream.get(pedro).deleted  # type: ignore[union-attr]
     stream.undo(next(c for c in stream.changes(pedro) if c.action == "delete").id)
     assert not stream.get(joana).deleted  # type: ignore[union-attr]
     cat = stream.list_memories(Filters(sources=("vault",))).items[0]
-    assert (cat.text, cat.sources) == ("Joana's cat is called Miso.", ("vault",))
+    assert (cat.text, cat.sources) == ("Joana's cat is called Momo.", ("vault",))
     assert not list((vault.folder / "Inbox").iterdir())
     # A broken note is told once, left as it is, and its memory as it was.
     assert len(vault.reports) == 1 and unreadable.stem in vault.reports[0]
@@ -385,13 +385,13 @@ async def test_the_app_and_the_vault_follow_each_other(served: Served) -> None:
 
     # A note edited on disk changes the memory, told to every client as a screen edit,
     # with its history; undone in the app, the note follows.
-    rewrite(notes[ana], text="Ana lives in Lisbon now.")
+    rewrite(notes[ana], text="Ana lives in Lugano now.")
     told = (await until(client, changed(ana)))[-1]
-    assert isinstance(told, MemoryChangedByUser) and "Lisbon" in told.text
+    assert isinstance(told, MemoryChangedByUser) and "Lugano" in told.text
     detail = await ask(client, MemoryOpen(ref="2", id=ana))
     assert isinstance(detail, MemoryDetail)
     assert [(c.action, c.after.get("text")) for c in detail.changes] == [
-        ("edit", "Ana lives in Lisbon now."),
+        ("edit", "Ana lives in Lugano now."),
         ("add", FACTS[0]),
     ]
     undone = await ask(client, MemoryUndo(ref="3"))
@@ -409,14 +409,14 @@ async def test_the_app_and_the_vault_follow_each_other(served: Served) -> None:
 
     # A new note in the inbox becomes a memory, and gives way to the memory's own note.
     inbox = folder / "Inbox" / "Untitled.md"
-    inbox.write_text("Joana's cat is called Miso.\n", encoding="utf-8")
+    inbox.write_text("Joana's cat is called Momo.\n", encoding="utf-8")
     added = (
-        await until(client, lambda u: isinstance(u, MemoryChangedByUser) and "Miso" in u.text)
+        await until(client, lambda u: isinstance(u, MemoryChangedByUser) and "Momo" in u.text)
     )[-1]
-    assert isinstance(added, MemoryChangedByUser) and "Miso" in added.text
+    assert isinstance(added, MemoryChangedByUser) and "Momo" in added.text
     page = await ask(client, MemoryQuery(ref="6", sources=["vault"]))
     assert isinstance(page, MemoryPage) and [r.text for r in page.rows] == [
-        "Joana's cat is called Miso."
+        "Joana's cat is called Momo."
     ]
     await soon(lambda: not inbox.exists() and added.id in note_paths(folder))
 

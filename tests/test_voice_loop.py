@@ -54,10 +54,10 @@ def chunks_of(text: str, step: int = 3, config: ChunkConfig | None = None) -> li
 
 
 def test_the_first_chunk_is_a_clause_and_the_rest_are_sentences() -> None:
-    chunks = chunks_of("Sure, I can do that, Mr. Smith. It is 3.5 km away! Bye.")
+    chunks = chunks_of("Sure, I can do that, Mr. Stolz. It is 3.5 km away! Bye.")
     assert chunks == [
         "Sure, I can do that,",
-        "Mr. Smith.",
+        "Mr. Stolz.",
         "It is 3.5 km away!",
         "Bye.",
     ]
