@@ -96,7 +96,7 @@ def test_a_fact_from_turn_1_is_retrieved_into_the_prompt_at_turn_25(
 def test_a_core_memory_replace_by_the_model_is_noted_in_the_next_prompt(
     fast_llm: LLMClient, stores: Stores
 ) -> None:
-    stores.core.append("human", "Name: Sid")
+    stores.core.append("human", "Name: Bram")
     llm = Recording(fast_llm)
     context = ContextWindow(instructions(), stores.core)
     # Only core_memory_replace on offer: the grammar makes the model call it.
@@ -106,19 +106,22 @@ def test_a_core_memory_replace_by_the_model_is_noted_in_the_next_prompt(
     config = AgentConfig(max_steps=1, max_errors=2, temperature=0.0)
     agent = Agent(llm, stores, context, config, tools=tools)
     turn = agent.respond(
-        UserText("My name is not Sid, it is Sidney. Replace Sid with Sidney in the human block.")
+        UserText(
+            "The human block says Name: Bram, but my name is Bramwell. Replace Bram with "
+            "Bramwell in the human block."
+        )
     )
     done = [s for s in turn.steps if s.tool == "core_memory_replace" and not s.failed]
     assert done, turn
-    assert "Sidney" in stores.core.blocks["human"].value, [
+    assert "Bramwell" in stores.core.blocks["human"].value, [
         (s.arguments, s.result) for s in turn.steps
     ]
     agent.respond(UserText("Thanks."))
-    assert "Sidney" not in llm.prompts[0][0]["content"]
+    assert "Bramwell" not in llm.prompts[0][0]["content"]
     # The prefix stays as it was; a note after the step tells the edit.
     assert llm.prompts[-1][0] == llm.prompts[0][0]
     notes = [m["content"] for m in llm.prompts[-1] if m["content"].startswith("[core memory]")]
-    assert notes and "Sidney" in notes[-1]
+    assert notes and "Bramwell" in notes[-1]
 
 
 def test_recall_search_pages(stores: Stores) -> None:

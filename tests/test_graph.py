@@ -449,17 +449,17 @@ def test_an_older_memory_read_late_does_not_retire_a_newer_fact(
 def test_only_the_known_facts_nearest_the_new_ones_are_asked_about(
     stream: MemoryStream, store: GraphStore, embedder: OnnxSentenceEmbedder
 ) -> None:
-    places = "Breda Faro Evora Arezzo Cremona Leiria Viseu Guarda Beja Tomar Sintra Cascais "
+    places = "Lagos Faro Evora Tavira Elvas Leiria Viseu Guarda Beja Tomar Sintra Cascais "
     places += "Setubal Obidos Nazare"
-    said = stream.add(f"User: Aya lives in Parma and has lived near {places}.", source="user")
-    moved = stream.add("User: Aya moved to Lugano.", source="user")
+    said = stream.add(f"User: Aya lives in Guimaraes and has lived near {places}.", source="user")
+    moved = stream.add("User: Aya moved to Lamego.", source="user")
     llm = GraphLLM(
         [
             facts(
                 *[(1, "Aya", "lives near", town) for town in places.split()],
-                (1, "Aya", "lives in", "Parma"),
+                (1, "Aya", "lives in", "Guimaraes"),
             ),
-            facts((1, "Aya", "lives in", "Lugano")),
+            facts((1, "Aya", "lives in", "Lamego")),
         ],
         [replaced((REPLACEMENT_CANDIDATES, "a"))],
     )
@@ -469,7 +469,7 @@ def test_only_the_known_facts_nearest_the_new_ones_are_asked_about(
     [asked] = llm.asked(OUTDATED)
     listed = [line for line in asked.split("\n") if line[:1].isdigit()]
     assert len(listed) == REPLACEMENT_CANDIDATES
-    assert any("Aya lives in Parma" in line for line in listed)
+    assert any("Aya lives in Guimaraes" in line for line in listed)
 
 
 def test_facts_about_another_aspect_are_not_asked_about(

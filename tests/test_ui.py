@@ -81,7 +81,7 @@ async def test_typed_question_gets_a_streamed_reply_from_the_local_model(
         assert "at http://127.0.0.1:" in str(screen.sub_title)
 
         await pilot.click("#prompt")
-        await pilot.press(*"Name three fruits, one per line.")
+        await pilot.press(*"Name five fruits, one per line.")
         await pilot.press("enter")
         await wait_for(lambda: len(views(screen, "assistant")) == 1, 30)
         reply = views(screen, "assistant")[0]
@@ -100,7 +100,7 @@ async def test_typed_question_gets_a_streamed_reply_from_the_local_model(
     assert app.farewell is None
     stores = open_stores(loaded.settings.data_dir, embedder, rate=False, core_memory_chars=1200)
     said = [(m.role, m.text) for m in stores.recall.recent(5) if m.role != "tool"]
-    assert said == [("user", "Name three fruits, one per line."), ("assistant", reply.text)]
+    assert said == [("user", "Name five fruits, one per line."), ("assistant", reply.text)]
     stores.stream.close()
 
 

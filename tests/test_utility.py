@@ -95,20 +95,20 @@ def test_of_two_equally_relevant_memories_the_more_useful_ranks_first(
     config = MemoryConfig(relevance="cosine", exact_scoring=exact)
     memory = open_stream(tmp_path / "data", embedder, clock=clock, config=config)
     try:
-        text = "The spare key is under the green watering can."
+        text = "The bike pump is in the hall cupboard."
         first, second = memory.add_many(
             [NewMemory(text, importance=5), NewMemory(text, importance=5)], merge_duplicates=False
         )
         memory.add("The car is booked for its inspection in March.", importance=5)
 
         def ranked(weights: RetrievalWeights | None = None) -> list[str]:
-            found = memory.retrieve("Where is the spare key?", k=2, weights=weights, touch=False)
+            found = memory.retrieve("Where is the bike pump?", k=2, weights=weights, touch=False)
             return [m.record.id for m in found]
 
         assert ranked() == [first.id, second.id]  # a tie: the older first
         memory.adjust_utility([second.id], helped=True)
         assert ranked() == [second.id, first.id]
-        found = memory.retrieve("Where is the spare key?", k=2, touch=False)
+        found = memory.retrieve("Where is the bike pump?", k=2, touch=False)
         assert found[0].relevance == found[1].relevance
         assert found[0].utility == pytest.approx(1.0 / memory.config.utility_bound)
         assert ranked(RetrievalWeights(utility=0.0)) == [first.id, second.id]
@@ -119,7 +119,7 @@ def test_of_two_equally_relevant_memories_the_more_useful_ranks_first(
 
 
 def test_the_screens_search_ranks_by_relevance_only(stream: MemoryStream) -> None:
-    text = "The spare key is under the green watering can."
+    text = "The bike pump is in the hall cupboard."
     first, second = stream.add_many([NewMemory(text), NewMemory(text)], merge_duplicates=False)
     stream.adjust_utility([second.id], helped=True)
     found = stream.search("spare key").items
