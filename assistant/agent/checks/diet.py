@@ -5,8 +5,8 @@ block's lines (about_user.py) say what the user does not eat; each kind of diet 
 family of foods (a vegetarian eats no meat or fish, a coeliac no wheat: foods.json). A reply to
 a request about food is checked sentence by sentence as it streams: one that names an excluded
 food (not "vegan cheese", "gluten-free bread" or "without ham") is not shown, the stream is
-closed, and the reply is asked for again, told what to leave out; in that second reply a
-sentence that still names it is dropped.
+closed, and the reply is asked for again, told what to leave out; in that second reply, or
+after a sentence already shown, a sentence that names it is dropped.
 """
 
 from __future__ import annotations
@@ -93,6 +93,7 @@ class DietCheck(Check):
         self.named: str | None = None
         self.dropped = False
         self._held = ""
+        self._released = False
 
     @classmethod
     def for_step(cls, form: ReplyForm, seen: Seen) -> Self:
@@ -135,8 +136,11 @@ class DietCheck(Check):
     def _checked(self, sentence: str) -> str:
         food = named_food(sentence, self.foods)
         if food is None:
+            self._released |= bool(sentence.strip())
             return sentence
-        if self.dropping:
+        # Past a sentence already shown, asked again, the user saw two meals, one after the
+        # other: the sentence is left out instead.
+        if self.dropping or self._released:
             self.dropped = True
         else:
             self.named = food
