@@ -15,7 +15,7 @@ from unittest.mock import MagicMock
 
 import pytest
 
-from assistant.agent.tools import Stores
+from assistant.agent.tools import Stores, Tool
 from assistant.agent.wiring import open_stores
 from assistant.llm.client import LLMCancelled, LLMReplyError
 from assistant.llm.messages import Message
@@ -201,17 +201,19 @@ def test_the_time_the_user_named_is_read_from_their_words() -> None:
         assert time_named_in(unnamed, NOW) is None, unnamed
 
 
+def reminder_tool(reminders: ReminderStore, heard: list[str]) -> Tool:
+    """The master agent's set_reminder, hearing the last of ``heard`` as the user's words."""
+    tools = background_tools(MagicMock(), reminders, lambda: NOW, heard=lambda: heard[-1])
+    return next(tool for tool in tools if tool.name == "set_reminder")
+
+
 def test_a_reminder_is_due_when_the_user_said_not_when_the_model_wrote(tmp_path: Path) -> None:
     reminders = ReminderStore(tmp_path / "reminders.json")
-    heard = "Remind me to feed the cat this evening."
-    tools = {
-        t.name: t
-        for t in background_tools(MagicMock(), reminders, lambda: NOW, heard=lambda: heard)
-    }
-    remind = tools["set_reminder"]
+    heard = ["Remind me to feed the cat this evening."]
+    remind = reminder_tool(reminders, heard)
     said = remind.run(MagicMock(), SetReminder(text="feed the cat", when="13:00"))
     assert said == "I'll remind you today at 19:00: feed the cat"
-    heard = "Remind me to buy a gift for Lars."  # no time named: the model's stands
+    heard.append("Remind me to buy a gift for Lars.")  # no time named: the model's stands
     remind.run(MagicMock(), SetReminder(text="buy a gift for Lars", when="in 2 hours"))
     due = {reminder.text: reminder.due_at for reminder in reminders.pending()}
     assert due["buy a gift for Lars"] == NOW + timedelta(hours=2)
@@ -220,21 +222,16 @@ def test_a_reminder_is_due_when_the_user_said_not_when_the_model_wrote(tmp_path:
 def test_a_reminder_says_what_the_user_asked_for_not_what_the_model_wrote(
     tmp_path: Path,
 ) -> None:
-    reminders = ReminderStore(tmp_path / "reminders.json")
-    heard = "Remind me tomorrow at 7 pm to oil my bike chain."
-    tools = {
-        t.name: t
-        for t in background_tools(MagicMock(), reminders, lambda: NOW, heard=lambda: heard)
-    }
-    remind = tools["set_reminder"]
+    heard = ["Remind me tomorrow at 7 pm to oil my bike chain."]
+    remind = reminder_tool(ReminderStore(tmp_path / "reminders.json"), heard)
     persona = SetReminder(text="you're Brain OS, the user's assistant", when="tomorrow at 7 pm")
     assert remind.run(MagicMock(), persona).endswith(": oil your bike chain")
     # Said so, with a time after it: the time is no part of the text.
-    heard = "Don't let me forget to phone the glazier on Friday!"
+    heard.append("Don't let me forget to phone the glazier on Friday!")
     said = remind.run(MagicMock(), SetReminder(text="phone", when="Friday"))
     assert said.endswith(": phone the glazier")
     # Not said so ("about ..."), or not by the user (a heartbeat's): the model's text stands.
-    heard = "Remind me about the parcel at 3."
+    heard.append("Remind me about the parcel at 3.")
     assert remind.run(MagicMock(), SetReminder(text="the parcel", when="15:00")).endswith(
         ": the parcel"
     )
