@@ -13,6 +13,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+from assistant.agent.checks.text import straight
+
 _FLAGS = re.IGNORECASE
 _NAME = r"([A-Z][a-z]+(?:-[A-Z][a-z]+)?)"
 # Words that follow "I'm" at a greeting without being a name.
@@ -123,7 +125,7 @@ def facts_in(text: str) -> list[Fact]:
     """The facts the user states about themselves in ``text`` (their own words, typed or
     heard); none from a question."""
     facts: list[Fact] = []
-    for sentence in re.split(r"(?<=[.!?])\s+", text.replace("\u2019", "'").strip()):
+    for sentence in re.split(r"(?<=[.!?])\s+", straight(text).strip()):
         if not sentence or sentence.rstrip().endswith("?"):
             continue
         facts += _facts_in_sentence(sentence)

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import re
 
+from assistant.agent.checks.text import straight
 from assistant.agent.routing import is_question
 from memory.people import named_relative
 
@@ -26,7 +27,7 @@ def named_in_news(message: str) -> str | None:
     """The person the user's ``message`` tells of by name ("Wilhelmina" in "My cousin
     Wilhelmina just took up beekeeping"); None for a question (its answer is grounded
     instead) or no name."""
-    said = message.strip().replace("\u2019", "'")
+    said = straight(message.strip())
     return None if is_question(said) else named_relative(said)
 
 

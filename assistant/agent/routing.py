@@ -10,6 +10,8 @@ from __future__ import annotations
 import re
 from collections.abc import Collection
 
+from assistant.agent.checks.text import straight
+
 # "Remind me to ...", "Don't let me forget ...", "Set a reminder ...": a reminder; "remind me
 # what she said" or "remind me who that was" asks the memory instead.
 _REMINDER = re.compile(
@@ -60,7 +62,7 @@ _DELEGATE = re.compile(
 
 def first_tool(message: str, tools: Collection[str]) -> str | None:
     """The tool a user's ``message`` must be answered with first, if code can tell."""
-    plain = message.strip().replace("\u2019", "'")
+    plain = straight(message.strip())
     if "set_reminder" in tools and _REMINDER.search(plain):
         return "set_reminder"
     if "delegate_task" in tools and _DELEGATE.search(plain):
@@ -86,7 +88,7 @@ _NAME = re.compile(r"(?<=[\w,] )[A-Z][a-z]+")
 
 def is_question(message: str) -> bool:
     """Whether the user asks something."""
-    said = message.strip().replace("\u2019", "'")
+    said = straight(message.strip())
     return said.endswith("?") or bool(_QUESTION_OPENING.match(said))
 
 
@@ -94,5 +96,5 @@ def asks_about_their_life(message: str) -> bool:
     """A question about the user or someone they know ("When does Ysolde's lease run out?"),
     whose answer must come from what they said (a grounded reply, assistant/agent/tools.py);
     not one of general knowledge or small talk ("How many grams are in a pound?")."""
-    said = message.strip().replace("\u2019", "'")
+    said = straight(message.strip())
     return is_question(said) and bool(_FIRST_PERSON.search(said) or _NAME.search(said))

@@ -12,6 +12,7 @@ from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from assistant.agent.checks.text import straight
 from assistant.json_list import JsonList
 from memory.records import utc_now
 from memory.timeparse import resolve_event_time
@@ -105,9 +106,7 @@ _FIRST_PERSON = re.compile(
 def addressed_to_the_user(text: str) -> str:
     """The user's own words turned to them: "water my seedlings" -> "water your seedlings" (a
     reminder is said back and read when it fires; the model copies the user's "my" into it)."""
-    return _FIRST_PERSON.sub(
-        lambda found: _TO_YOU[found.group(1).lower().replace("\u2019", "'")], text
-    )
+    return _FIRST_PERSON.sub(lambda found: _TO_YOU[straight(found.group(1).lower())], text)
 
 
 # What the user asked to be reminded of, in their own words: "remind me (when) to <what>",
@@ -128,7 +127,7 @@ def asked_for_in(words: str, now: datetime) -> str | None:
     ice my knee."), without a time said after it ("call the plumber" in "... to call the
     plumber on Friday"); None where they do not say it so. Taken from the user as the time is
     (``time_named_in``): the 0.5B model, asked for the text, wrote its own persona into it."""
-    found = _ASKED_TO.search(words.replace("\u2019", "'"))
+    found = _ASKED_TO.search(straight(words))
     if found is None:
         return None
     what = found.group("what").strip()
