@@ -20,7 +20,7 @@ from assistant.agent.reply_form import ReplyForm
 # Words after which a sentence opening is decided (or its end, if sooner).
 _OPENING_WORDS = 3
 # How the assistant speaks of itself: a sentence opening so is left as it is.
-_OWN_VOICE = re.compile(
+OWN_VOICE = re.compile(
     r"^(?:i(?:'m| am) (?:sorry|glad|happy|not sure|here|afraid|so|really|delighted|excited|"
     r"thrilled|always)|i (?:hope|think|can|could|would|will|don't|do not|can't|cannot|see|"
     r"understand|know|remember|recall|have no|haven't|wish|love|bet|recommend|suggest|believe|"
@@ -29,7 +29,7 @@ _OWN_VOICE = re.compile(
     re.IGNORECASE,
 )
 _FIRST_PERSON_OPENING = re.compile(r"^(?:i|i'm|im|i've|my|mine)\b", re.IGNORECASE)
-_SWAPS = {
+SWAPS = {
     "i": "you",
     "i'm": "you're",
     "im": "you're",
@@ -42,7 +42,7 @@ _SWAPS = {
     "myself": "yourself",
 }
 # A verb after "I" that changes with the person.
-_AFTER_I = {"am": "are", "was": "were"}
+AFTER_I = {"am": "are", "was": "were"}
 _WORD = re.compile(r"[A-Za-z']+|[^A-Za-z']+")
 
 
@@ -113,7 +113,7 @@ class Perspective(Check):
         if len(words) < _OPENING_WORDS and not ended:
             return None
         text = " ".join(words).lower()
-        return bool(_FIRST_PERSON_OPENING.match(text)) and not _OWN_VOICE.match(text)
+        return bool(_FIRST_PERSON_OPENING.match(text)) and not OWN_VOICE.match(text)
 
     def _turn(self, text: str) -> str:
         if not self._turning:
@@ -124,7 +124,7 @@ class Perspective(Check):
                 pieces.append(token)
                 continue
             lowered = straight(token).lower()
-            swap = _SWAPS.get(lowered) or (_AFTER_I.get(lowered) if self._after_i else None)
+            swap = SWAPS.get(lowered) or (AFTER_I.get(lowered) if self._after_i else None)
             self._after_i = lowered == "i"
             if swap is not None:
                 self.changed = True

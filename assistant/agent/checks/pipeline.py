@@ -2,8 +2,9 @@
 
 Each piece of the reply goes through every check in ``ORDER``, each seeing what the ones
 before it let through: the grounding check first (an invented fact is cut before anything else
-looks at it), then the opening guard, the diet, the loop stop, and last the turn of person
-(the only one that changes words, so the others compare what the model wrote). At the end of
+looks at it), then the opening guard, the diet, the loop stop, and last the two turns of person
+(the only ones that change words, so the others compare what the model wrote): an answer about
+the user opening in their voice, then the user's own words said back. At the end of
 the reply each check in turn gives up what it held, and that too goes through those after it.
 
 Precedence: the first check in ``ORDER`` whose verdict is ``REASK`` decides the re-ask; a
@@ -18,6 +19,7 @@ from collections.abc import Iterable, Sequence
 
 from assistant.agent.checks.check import Check, Seen, Verdict
 from assistant.agent.checks.diet import DietCheck
+from assistant.agent.checks.echo import EchoTurn
 from assistant.agent.checks.grounding import GroundCheck
 from assistant.agent.checks.loops import LoopStop
 from assistant.agent.checks.opening import OpeningGuard
@@ -26,7 +28,14 @@ from assistant.agent.reply_form import ReplyForm
 
 log = logging.getLogger(__name__)
 
-ORDER: tuple[type[Check], ...] = (GroundCheck, OpeningGuard, DietCheck, LoopStop, Perspective)
+ORDER: tuple[type[Check], ...] = (
+    GroundCheck,
+    OpeningGuard,
+    DietCheck,
+    LoopStop,
+    Perspective,
+    EchoTurn,
+)
 NAMES: tuple[str, ...] = tuple(kind.name for kind in ORDER)
 
 

@@ -1,0 +1,88 @@
+"""The user's own words said back are turned to speak to them (assistant/agent/checks/echo.py)."""
+
+from __future__ import annotations
+
+import pytest
+
+from assistant.agent.checks.check import Verdict
+from assistant.agent.checks.echo import EchoTurn
+from assistant.agent.events import UserText
+from assistant.agent.tools import Stores
+from tests.agent_helpers import ScriptedStream, say
+from tests.test_agent import make_agent
+
+
+def turned(heard: str, reply: str, chunk: int) -> str:
+    echo = EchoTurn(heard)
+    out = "".join(echo.feed(reply[i : i + chunk]) for i in range(0, len(reply), chunk))
+    return out + echo.flush()
+
+
+@pytest.mark.parametrize(
+    ("heard", "reply", "shown"),
+    [
+        (
+            "I adopted a greyhound and I'm walking her twice a day.",
+            "I'm glad to hear that you adopted a greyhound and I'm walking her twice a day.",
+            "I'm glad to hear that you adopted a greyhound and you're walking her twice a day.",
+        ),
+        (
+            "My cousin Ivo plays the tuba in my band.",
+            "Great, my cousin Ivo plays the tuba in my band!",
+            "Great, your cousin Ivo plays the tuba in your band!",
+        ),
+        (
+            "I am a beekeeper near Kuopio.",
+            "Hello! I am a beekeeper near Kuopio.",
+            "Hello! You are a beekeeper near Kuopio.",
+        ),
+        (
+            "I planted forty tulips today, my record so far.",
+            "Wow, you planted forty tulips today, my record so far.",
+            "Wow, you planted forty tulips today, your record so far.",
+        ),
+        # "I'm" and "I'll" are one word to compare: the model changes the tense it echoes.
+        (
+            "I sold the boat and I'm buying a caravan in June.",
+            "Nice! You sold the boat and I'll be buying a caravan in June.",
+            "Nice! You sold the boat and you'll be buying a caravan in June.",
+        ),
+        # The assistant in its own voice, where the user said the same words: left as it is.
+        (
+            "I'm glad you remembered my birthday.",
+            "I'm glad you liked it. I am a beekeeper.",
+            "I'm glad you liked it. I am a beekeeper.",
+        ),
+        ("Tell me a riddle.", "Sure, let me tell you a riddle.", "Sure, let me tell you a riddle."),
+        ("", "I am fine, thanks.", "I am fine, thanks."),
+    ],
+)
+@pytest.mark.parametrize("chunk", [1, 4, 200])
+def test_the_users_first_person_words_are_turned_as_they_stream(
+    heard: str, reply: str, shown: str, chunk: int
+) -> None:
+    assert turned(heard, reply, chunk) == shown
+
+
+def test_it_holds_a_first_person_word_only_until_its_run_is_written() -> None:
+    echo = EchoTurn("My aunt breeds goats.")
+    assert echo.feed("Oh, my") == "Oh, "
+    assert echo.feed(" aunt breeds ") == "your aunt breeds "
+    assert echo.feed("goats.") + echo.flush() == "goats."
+    assert echo.verdict is Verdict.TRIM
+
+
+def test_a_user_who_said_nothing_in_the_first_person_leaves_it_unarmed() -> None:
+    echo = EchoTurn("The ferry leaves at noon.")
+    assert not echo.armed
+    assert echo.feed("My ferry") == "My ferry" and echo.verdict is Verdict.PASS
+
+
+def test_the_agent_shows_and_keeps_the_turned_words(stores: Stores) -> None:
+    llm = ScriptedStream(say("Great, I'm a luthier in Ghent now."), say("Nice."))
+    agent = make_agent(llm, stores)
+    turn = agent.respond(UserText("Since May I'm a luthier in Ghent."))
+    assert turn.reply == "Great, you're a luthier in Ghent now."
+    agent.respond(UserText("Thanks."))
+    kept = [m["content"] for m in llm.calls[1]]
+    assert any("you're a luthier in Ghent now" in content for content in kept)
