@@ -81,3 +81,62 @@ def test_a_short_reply_is_not_said_again_whole_but_one_word_may_be() -> None:
     replies = RecentReplies(["See you, Ilse.", "Okay."])
     assert "see you, ilse." in replies.openings()
     assert "okay." not in replies.openings()
+
+
+def test_a_question_asked_again_gets_its_answer_again_owned_as_said_before() -> None:
+    from assistant.agent.checks.check import Seen, Verdict
+    from assistant.agent.reply_form import ReplyForm
+
+    replies = RecentReplies()
+    question, answer = "Where did I leave the ladder?", "You left the ladder in the shed."
+    replies.hear(question)
+    replies.add(answer)
+    for n in range(RECENT + 2):  # long gone from the recent replies
+        replies.hear(f"Note number {n}.")
+        replies.add(f"Noted, number {n} is written down.")
+
+    def reply(heard: str, text: str) -> tuple[str, Verdict]:
+        guard = OpeningGuard.for_step(ReplyForm(), Seen(heard, "", replies, ""))
+        shown = "".join(guard.feed(text[i : i + 3]) for i in range(0, len(text), 3))
+        shown += guard.flush()
+        replies.hear(heard)
+        replies.add(shown)
+        return shown, guard.verdict
+
+    assert reply(question, answer) == ("As I said, you left the ladder in the shed.", Verdict.TRIM)
+    # The model may copy the owned answer itself; the next lead-in replaces the old one.
+    said = reply(question, "As I said, you left the ladder in the shed. It's dry there.")
+    assert said == ("Like I said, you left the ladder in the shed. It's dry there.", Verdict.TRIM)
+    # A new answer to the same question, or the old answer to another one, is as it was.
+    assert reply(question, "It is in the garage now.") == ("It is in the garage now.", Verdict.PASS)
+    other = "Where did I leave the wheelbarrow?"
+    assert reply(other, answer) == (answer, Verdict.PASS)
+    # A statement said again is no question: its copied answer is asked for again.
+    replies.hear("My ladder is blue.")
+    replies.add("A blue ladder is easy to spot in the garden.")
+    guard = OpeningGuard.for_step(ReplyForm(), Seen("My ladder is blue.", "", replies, ""))
+    assert guard.feed("A blue ladder is easy to spot in the garden.") == ""
+    assert guard.verdict is Verdict.REASK
+
+
+def test_a_name_keeps_its_capital_after_the_lead_in() -> None:
+    from assistant.agent.checks.opening import said_again
+
+    assert said_again("Mirela is your landlady.", 1) == "As I said, Mirela is your landlady."
+    assert said_again("Your landlady is Mirela.", 2) == "Like I said, your landlady is Mirela."
+    assert said_again("Your landlady is Mirela.", 9).startswith("As I told you before, your")
+
+
+def test_an_answer_about_the_user_that_says_an_earlier_fact_again_owns_it() -> None:
+    from assistant.agent.checks.check import Seen, Verdict
+    from assistant.agent.reply_form import ReplyForm
+
+    replies = RecentReplies(["Lovely! Your niece Wanda lives in Gdynia.", "Noted."])
+    seen = Seen("What's my niece called?", "", replies, "")
+    guard = OpeningGuard.for_step(ReplyForm(grounded=True), seen)
+    shown = guard.feed("Your niece Wanda lives in Gdynia. She") + guard.flush()
+    assert shown == "As I said, your niece Wanda lives in Gdynia. She"
+    assert guard.verdict is Verdict.TRIM
+    # Not an answer about the user: the copy is asked for again.
+    chat = OpeningGuard.for_step(ReplyForm(), Seen("Any news?", "", replies, ""))
+    assert chat.feed("Your niece Wanda lives in Gdynia.") == "" and chat.verdict is Verdict.REASK

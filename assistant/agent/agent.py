@@ -36,6 +36,7 @@ from assistant.agent.shown_memories import ShownMemories
 from assistant.agent.speculation import Tally
 from assistant.agent.step import StepTaker
 from assistant.agent.step_request import StepRequests, form_for
+from assistant.agent.told import told_note
 from assistant.agent.tools import TOOLS, Stores, Tool, by_name
 from assistant.agent.turn import AgentConfig, Turn, TurnIO, no_stage
 from assistant.agent.window_keeper import WindowKeeper
@@ -73,7 +74,8 @@ class Agent:
         # The user's words in the turn under way (empty between turns): a tool may read from
         # them what code reads better than the model (a reminder's time).
         self.heard = ""
-        replies = RecentReplies()
+        self.replies = RecentReplies()
+        replies = self.replies
         self.window = WindowKeeper(context, llm, compactor, context_path)
         self.journal = Journal(stores, context, self.window.lock, conversation_id)
         self.memories = ShownMemories(stores, context, config)
@@ -130,6 +132,7 @@ class Agent:
         ``on_stage`` hears "memories" (retrieved) and "prompt_sent" (the first request)."""
         with self.gate.foreground(), self.window.lock:
             self.heard = event.text if isinstance(event, UserText | UserUtterance) else ""
+            self.replies.hear(self.heard)
             turn: Turn | None = None
             try:
                 io = TurnIO(self.heard, on_text, cancel or threading.Event(), on_stage)
@@ -172,7 +175,8 @@ class Agent:
         known = ""
         if isinstance(event, UserText | UserUtterance):
             human = self._keep_about_user(event.text)
-            known = constraints_for(event.text, human)
+            told = told_note(event.text, self._said_before(), human) if held.grounded else ""
+            known = "\n".join(part for part in (constraints_for(event.text, human), told) if part)
         self.context.note_core_changes()  # the user may have edited it since the last turn
         # Before the event: small models heed the last message most, and it must be the
         # user's (pushed after it, the warning was what the 0.5B model answered).
@@ -269,6 +273,10 @@ class Agent:
         # notes back as replies). A summary restates the block once the words leave the window.
         self.context.core_seen["human"] = updated
         return updated
+
+    def _said_before(self) -> list[str]:
+        """What the user said in the messages the window still holds, oldest first."""
+        return [m["content"] for m in self.context.fifo if m["role"] == "user"]
 
     def note(self, event: Event) -> None:
         """Tell the agent something it should know at its next turn, with no reply now (the

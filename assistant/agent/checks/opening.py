@@ -19,6 +19,12 @@ to hear that") is released as soon as it parts from every such opening, a word o
   words: the small models wrote a plain statement back, word for word, as their reply, and
   answered a question with a sentence of an earlier answer.
 
+Copies are let through owned where the answer may well be the same: a question the user asked
+before in the same words, answered as it was then, and an answer about the user's life that
+says again a fact an earlier reply said of what it asks about (a word in common). A person
+says so ("As I said, ..."), and the reply is shown so, not asked again: asked again, the small
+model bent a right answer out of shape to open differently, and lost the fact.
+
 On an endpoint with native tool calling (no grammar) the re-ask is simply asked again: what
 the second reply says stands.
 """
@@ -33,6 +39,8 @@ from assistant.agent.checks.check import Check, Seen, Verdict
 from assistant.agent.checks.recent import MIN_WORDS, opening
 from assistant.agent.checks.text import normal, straight
 from assistant.agent.reply_form import ReplyForm
+from assistant.agent.routing import is_question
+from assistant.agent.told import terms
 
 # How a refusal opens, after an apology or none.
 _APOLOGIES = (
@@ -97,6 +105,38 @@ WILLING_PATTERN = "^(" + "|".join(WILLING_OPENINGS) + ')[^"]*$'
 # copy's first word, opened with another cheer and then wrote the copied sentence (which the
 # loop check dropped, leaving the cheer: itself an earlier reply, said whole).
 COPY_REASKS = 2
+
+
+# How an answer said again to a question asked again opens: the n-th time, the n-th (or last).
+AGAIN = ("As I said, ", "Like I said, ", "As I told you before, ")
+_LEAD_IN = re.compile(
+    r"^\s*(?:" + "|".join(re.escape(lead.strip()) for lead in AGAIN) + r")\s*", re.I
+)
+# Words that open a sentence and go on in lower case after a lead-in (a name keeps its capital).
+# fmt: off
+_COMMON = frozenset((
+    "you", "your", "yours", "you're", "you've", "you'll", "the", "a", "an", "it", "it's", "its",
+    "that", "that's", "this", "these", "those", "there", "there's", "they", "they're", "their",
+    "he", "he's", "his", "she", "she's", "her", "we", "we're", "our", "yes", "no", "sure", "okay",
+    "ok", "well", "on", "in", "at", "to", "for", "from", "with", "about", "after", "before",
+    "every", "each", "some", "most", "one", "nothing", "not", "none", "today", "tomorrow",
+    "yesterday",
+))
+# fmt: on
+
+
+def _bare(text: str) -> str:
+    """``text`` without a lead-in of ``AGAIN``."""
+    return _LEAD_IN.sub("", text, count=1)
+
+
+def said_again(answer: str, times: int) -> str:
+    """``answer`` (given ``times`` before, at least once) opened as an answer said again."""
+    text = _bare(answer)
+    first = text.split(maxsplit=1)[0] if text.split() else ""
+    if straight(first).lower().rstrip(",.!?") in _COMMON:
+        text = text[0].lower() + text[1:]
+    return AGAIN[min(times, len(AGAIN)) - 1] + text
 
 
 def willing_openings(avoiding: tuple[str, ...] = ()) -> tuple[str, ...]:
@@ -185,11 +225,21 @@ class OpeningGuard(Check):
     name = "opening"
 
     def __init__(
-        self, armed: bool = True, unwanted: tuple[str, ...] = (), copies: tuple[str, ...] = ()
+        self,
+        armed: bool = True,
+        unwanted: tuple[str, ...] = (),
+        copies: tuple[str, ...] = (),
+        again: tuple[str, ...] = (),
+        times: int = 1,
     ) -> None:
         """``unwanted``: openings held back like a refusal's for this reply; ``copies``:
-        those of earlier replies and the user's words (all lower-case)."""
+        those of earlier replies and the user's words; ``again``: those it may say again,
+        owned as said before, the ``times``-th time (all lower-case)."""
         self.refused = False
+        # Whether the reply said an earlier answer again, and was shown as such.
+        self.repeated = False
+        self._again = tuple(dict.fromkeys(_bare(answer) for answer in again))
+        self._times = times
         # The copied opening the reply had (the re-ask avoids it).
         self.copied: str | None = None
         self._held = ""
@@ -204,15 +254,31 @@ class OpeningGuard(Check):
         may meet a misfortune the word list missed)."""
         recent = seen.recent
         copies = recent.openings() + recent.long_sentences() + echo_of(seen.heard)
+        asked = recent.answers(seen.heard) if is_question(seen.heard) else ()
+        # An answer about the user's life may say again what an earlier reply said of what it
+        # asks about (a word in common), not an unrelated earlier reply.
+        told: tuple[str, ...] = ()
+        if form.grounded:
+            asking = terms(seen.heard)
+            earlier = recent.openings() + recent.long_sentences()
+            told = tuple(said for said in earlier if asking & terms(said))
+        again, times = asked + told, max(1, len(asked))
         if not form.willing:
-            return cls(True, unwanted_openings(seen.heard), copies)
-        return cls(0 < len(form.avoiding) < COPY_REASKS, copies=copies)
+            return cls(True, unwanted_openings(seen.heard), copies, again, times)
+        return cls(0 < len(form.avoiding) < COPY_REASKS, copies=copies, again=again, times=times)
 
     def feed(self, piece: str) -> str:
         if self._open or not piece:
             return piece
         self._held += piece
         start = normal(self._held)
+        bare = _bare(start)
+        if any(bare.startswith(answer) for answer in self._again):
+            self.repeated, self._open = True, True
+            held, self._held = self._held, ""
+            return said_again(held.lstrip(), self._times)
+        if any(answer.startswith(bare) for answer in self._again):
+            return ""
         if any(start.startswith(unwanted) for unwanted in self._openings):
             self.refused = True
             self.copied = next((c for c in self._copies if start.startswith(c)), None)
@@ -230,11 +296,15 @@ class OpeningGuard(Check):
 
     @property
     def verdict(self) -> Verdict:
-        return Verdict.REASK if self.refused else Verdict.PASS
+        if self.refused:
+            return Verdict.REASK
+        return Verdict.TRIM if self.repeated else Verdict.PASS
 
     def reasked(self, form: ReplyForm) -> ReplyForm:
         avoiding = (*form.avoiding, self.copied) if self.copied is not None else form.avoiding
         return replace(form, willing=True, avoiding=avoiding)
 
     def reason(self) -> str:
+        if self.repeated:
+            return "an answer to a question asked before was said again, as such"
         return "the reply opened with a refusal, undue sympathy, an old reply or the user's words"

@@ -18,11 +18,15 @@ from assistant.agent.checks.text import SENTENCE, normal, sentences
 MIN_WORDS = 4
 # A whole reply this long or longer may not be said again (one word, "Okay.", may).
 SHORT_WORDS = 2
-# How many recent replies are remembered.
-RECENT = 12
+# How many recent replies are remembered: a conversation's worth. With twelve, the models
+# said again a reply or a closing question from thirteen or more replies before.
+RECENT = 40
 # A sentence of a recent reply this long or longer is not said again: not as a reply's
 # opening (opening.py), nor after it (loops.py). Shorter ones ("Sure thing.") may well be.
 SENTENCE_WORDS = 5
+# How many of the conversation's questions keep the openings of their answers, for the same
+# question asked again (opening.py).
+ASKED = 200
 
 
 def opening(message: str) -> str:
@@ -43,8 +47,20 @@ class RecentReplies:
     def __init__(self, replies: Iterable[str] = ()) -> None:
         self._openings: deque[str] = deque(maxlen=RECENT)
         self._replies: deque[str] = deque(maxlen=RECENT)
+        # The user's words the replies now added answer, and the openings of the answers
+        # each earlier message got (oldest first).
+        self._asking = ""
+        self._answers: dict[str, list[str]] = {}
         for reply in replies:
             self.add(reply)
+
+    def hear(self, words: str) -> None:
+        """The user's words that the replies added from now on answer ("" for none)."""
+        self._asking = normal(words)
+
+    def answers(self, words: str) -> tuple[str, ...]:
+        """The openings of the replies that answered these same words before."""
+        return tuple(self._answers.get(normal(words), ()))
 
     def sentences(self) -> list[str]:
         """Every sentence of the recent replies."""
@@ -58,6 +74,10 @@ class RecentReplies:
     def add(self, reply: str) -> None:
         self._replies.append(reply)
         start = normal(opening(reply))
+        if self._asking and len(start.split()) >= MIN_WORDS:
+            self._answers.setdefault(self._asking, []).append(start)
+            if len(self._answers) > ASKED:
+                del self._answers[next(iter(self._answers))]
         # A short reply said again whole is a copy too: the 0.5B model answered news after
         # news with the same two-word goodbye.
         if len(start.split()) >= MIN_WORDS or len(normal(reply).split()) >= SHORT_WORDS:

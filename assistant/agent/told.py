@@ -1,0 +1,105 @@
+"""What the user said that bears on a question about their own life, quoted next to the
+question in the order it was said.
+
+Asked about something the user said earlier in the conversation, the 0.5B model answers from
+whatever it finds first in the window: after the user said a fact had changed, it gave the old
+one, though the newer words were in view further down; and it often answered with a fact about
+another person it had been told of. Small models heed the last lines before the question most,
+so those lines hold the user's own statements that share a word with the question (a person the
+question names by their relation counts by name too, as the human block links them: who "my
+brother" is), the latest last, marked so.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+
+from assistant.agent.checks.text import straight
+
+# How many statements are quoted at most (the most words in common first, then the newest).
+STATEMENTS = 3
+# Words that tell nothing of what a question is about.
+# fmt: off
+_STOP = frozenset((
+    "a", "an", "the", "and", "or", "but", "if", "of", "in", "on", "at", "to", "for", "from",
+    "with", "by", "about", "as", "into", "than", "then", "so", "is", "are", "was", "were", "be",
+    "been", "being", "am", "do", "does", "did", "doing", "have", "has", "had", "having", "i",
+    "i'm", "i've", "i'll", "i'd", "me", "my", "mine", "we", "our", "us", "you", "your", "yours",
+    "it", "it's", "its", "this", "that", "these", "those", "there", "here", "what", "what's",
+    "which", "who", "who's", "whom", "whose", "when", "where", "why", "how", "can", "could",
+    "would", "should", "will", "shall", "may", "might", "must", "not", "no", "yes", "any", "some",
+    "all", "again", "now", "still", "just", "also", "too", "very", "really", "please", "tell",
+    "know", "remember", "told", "say", "said", "ask", "asked", "thing", "things", "something",
+    "one", "ever", "today", "tonight",
+))
+# fmt: on
+_WORD = re.compile(r"[a-z][a-z']*")
+_SENTENCE = re.compile(r"(?<=[.!?])\s+|\n+")
+
+
+def stem(word: str) -> str:
+    """``word`` as compared: lower case, without a possessive or a common ending."""
+    word = word.lower().removesuffix("'s")
+    for ending in ("ing", "ed", "es", "s"):
+        if word.endswith(ending) and len(word) - len(ending) >= 3:
+            word = word[: -len(ending)]
+            break
+    return word[:-1] if word.endswith("e") and len(word) > 3 else word
+
+
+def terms(text: str) -> set[str]:
+    """The words of ``text`` that say what it is about, as compared."""
+    return {stem(word) for word in _WORD.findall(straight(text).lower()) if word not in _STOP}
+
+
+# Lines of the human block that name no one else: the user's own name is left out (a question
+# about someone else's name is not about it), the others link their key to their words.
+_OWN_NAME = "name"
+
+
+def _linked(human: str) -> dict[str, set[str]]:
+    """Each word of the human block's lines with the words that name the same thing: a
+    relation and the person's name ("Cousin: Tobiah"), a line's key and what it holds ("Work:
+    glazier")."""
+    linked: dict[str, set[str]] = {}
+    for line in human.splitlines():
+        key, _, value = line.partition(":")
+        if not value.strip() or key.strip().lower() == _OWN_NAME:
+            continue
+        keys, values = terms(key), terms(value)
+        for word in keys:
+            linked.setdefault(word, set()).update(values)
+        for word in values:
+            linked.setdefault(word, set()).update(keys)
+    return linked
+
+
+def bearing_on(question: str, said: Sequence[str], human: str = "") -> list[str]:
+    """Of the sentences of the user's earlier messages ``said`` (oldest first), those that
+    share a word with ``question`` (up to ``STATEMENTS``; no question), oldest first."""
+    wanted = terms(question)
+    linked = _linked(human)
+    wanted |= {word for term in list(wanted) for word in linked.get(term, ())}
+    scored = []
+    statements = (s for message in said for s in _SENTENCE.split(straight(message).strip()))
+    for order, statement in enumerate(statements):
+        if not statement or statement.endswith("?") or statement.startswith("["):
+            continue
+        shared = len(wanted & terms(statement))
+        if shared:
+            scored.append((shared, order, statement))
+    best = sorted(scored, key=lambda item: (item[0], item[1]), reverse=True)[:STATEMENTS]
+    return [statement for _, _, statement in sorted(best, key=lambda item: item[1])]
+
+
+def told_note(question: str, said: Sequence[str], human: str = "") -> str:
+    """The note quoting what the user said that bears on ``question`` ("" for nothing)."""
+    statements = bearing_on(question, said, human)
+    if not statements:
+        return ""
+    quoted = [f'"{" ".join(statement.split())}"' for statement in statements]
+    if len(quoted) == 1:
+        return f"The user told you earlier: {quoted[0]}"
+    listed = "; then ".join(quoted)
+    return f"The user told you earlier, in this order: {listed} (the latest holds)."

@@ -1,0 +1,63 @@
+"""What the user said that bears on a question about their life, quoted next to it
+(assistant/agent/told.py)."""
+
+from __future__ import annotations
+
+from assistant.agent.events import UserText
+from assistant.agent.told import bearing_on, stem, told_note
+from assistant.agent.tools import Stores
+from tests.agent_helpers import ScriptedStream, say
+from tests.test_agent import make_agent
+
+SAID = [
+    "Hello, I'm Dora. I repair clocks in Utrecht.",
+    "My cousin Tobiah is a baker in Leiden.",
+    "What's a good name for a parrot?",
+    "Tobiah just moved from Leiden to Delft.",
+    "I'm a glazier at a glassworks in Gouda.",
+]
+HUMAN = "Name: Dora\nCousin: Tobiah\nWork: glazier"
+
+
+def test_words_compare_without_their_endings() -> None:
+    assert stem("lives") == stem("live") == stem("living") == "liv"
+    assert stem("Tobiah's") == "tobiah"
+    assert stem("moved") == stem("move")
+
+
+def test_a_relation_finds_its_person_and_the_latest_comes_last() -> None:
+    found = bearing_on("Where does my cousin live now?", SAID, HUMAN)
+    assert found == [
+        "My cousin Tobiah is a baker in Leiden.",
+        "Tobiah just moved from Leiden to Delft.",
+    ]
+    note = told_note("Where does my cousin live now?", SAID, HUMAN)
+    assert note.index("Leiden.") < note.index("Delft.") and note.endswith("(the latest holds).")
+
+
+def test_a_line_s_key_finds_what_it_holds() -> None:
+    assert bearing_on("Where do I work these days?", SAID, HUMAN) == [SAID[4]]
+
+
+def test_questions_the_user_s_own_name_and_unrelated_words_are_not_quoted() -> None:
+    assert told_note("What is my aunt's name?", SAID, HUMAN) == ""
+    assert told_note("What's my favourite song?", SAID, HUMAN) == ""
+    assert "parrot" not in told_note("Which parrot did I name?", SAID, HUMAN)
+
+
+def test_only_the_best_few_are_quoted_oldest_first() -> None:
+    said = [f"The roof leaked in week {n}." for n in range(6)] + ["The roof is fixed."]
+    found = bearing_on("Is my roof still leaking?", said)
+    assert len(found) == 3 and found[-1].startswith("The roof leaked in week 5")
+
+
+def test_the_agent_puts_the_note_before_a_question_about_the_user(stores: Stores) -> None:
+    llm = ScriptedStream(say("Noted."), say("Noted."), say("Tobiah lives in Delft."))
+    agent = make_agent(llm, stores)
+    agent.respond(UserText("My cousin Tobiah is a baker in Leiden."))
+    agent.respond(UserText("Tobiah just moved from Leiden to Delft."))
+    agent.respond(UserText("Where does my cousin live now?"))
+    prompt = [m["content"] for m in llm.calls[2]]
+    note = next(content for content in prompt if "The user told you earlier" in content)
+    assert prompt.index(note) == len(prompt) - 2, "right before the question"
+    assert "Delft" in note
