@@ -103,3 +103,27 @@ def test_a_templates_blank_stands_for_what_it_did_not_know() -> None:
     assert invented("You work at [insert company name].", {"you", "work", "at"}) == [
         "[insert company name]"
     ]
+
+
+def test_the_user_s_own_name_given_for_someone_else_counts_as_made_up() -> None:
+    from assistant.agent.checks.check import Seen
+    from assistant.agent.checks.grounding import own_name_in
+    from assistant.agent.checks.recent import RecentReplies
+    from assistant.agent.reply_form import ReplyForm
+
+    assert own_name_in("Your optician's name is Ilse.", "Ilse")
+    assert own_name_in("Oh, I'm Ilse, your assistant.", "Ilse")
+    assert not own_name_in("Sure, Ilse.", "Ilse")
+    assert not own_name_in("Well Ilse, you haven't told me.", "Ilse")
+
+    def answer(question: str, reply: str) -> GroundCheck:
+        prompt = f"User: Hi, I'm Ilse. {question}"
+        seen = Seen(question, prompt, RecentReplies(), "Name: Ilse")
+        check = GroundCheck.for_step(ReplyForm(grounded=True), seen)
+        check.feed(reply)
+        check.flush()
+        return check
+
+    assert answer("What's my optician's name?", "Your optician is Ilse.").invented == ["Ilse"]
+    assert answer("What's my name?", "Your name is Ilse.").invented == []
+    assert answer("Where do I live, do you know?", "I don't know, Ilse.").invented == []

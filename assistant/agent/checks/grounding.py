@@ -9,6 +9,11 @@ answer is held until it ends and checked by code: a name (a capitalised word ins
 sentence) or a number that appears nowhere in the prompt is an invention. One in the first
 sentence, and the answer is asked for again, held to admit it does not know; one later, and
 the answer ends before that sentence.
+
+The user's own name is in every prompt, so it passes that test, and the 0.5B model puts it
+wherever a name is asked for: as the name of someone the user never named, or as its own. In
+an answer to anything but a question about the user's name it counts as made up, unless it
+only addresses the user ("Sure, Ilse.").
 """
 
 from __future__ import annotations
@@ -35,6 +40,31 @@ _WORD = re.compile(r"[\w'\u2019-]+")
 # A template's blank in place of a fact: asked something it was not told, the 1.5B model
 # answered "You work at [insert company name]."
 _BLANK = re.compile(r"\[[^\]\n]{1,60}\]")
+# A question about the user's own name (its answer is theirs).
+_ASKS_OWN_NAME = re.compile(
+    r"\bmy name\b|\bwho am i\b|\bwhat am i called\b|\bcall me\b|\bmy full name\b", re.I
+)
+# How a name that only addresses the user stands: after the start, a comma or a greeting, and
+# before a mark.
+_ADDRESS_BEFORE = re.compile(r"(?:^|,|\b(?:hi|hello|hey|thanks|sorry|dear|bye|well|oh))\s*$", re.I)
+
+
+def own_name_in(sentence: str, name: str) -> bool:
+    """Whether ``sentence`` gives the user's ``name`` as a fact, not only to address them."""
+    for match in re.finditer(rf"\b{re.escape(name)}\b", sentence):
+        addressed = _ADDRESS_BEFORE.search(sentence[: match.start()]) is not None
+        if not (addressed and sentence[match.end() : match.end() + 1] in (",", "!", ".", "?")):
+            return True
+    return False
+
+
+def user_name(human: str) -> str | None:
+    """The user's name as the human block has it ("Name: ...")."""
+    for line in human.splitlines():
+        key, _, value = line.partition(":")
+        if key.strip().lower() == "name" and value.strip():
+            return value.strip().split()[0]
+    return None
 
 
 def about_what_they_told(question: str, prompt: str) -> bool:
@@ -79,8 +109,10 @@ class GroundCheck(Check):
 
     name = "grounding"
 
-    def __init__(self, prompt: str, armed: bool = True) -> None:
+    def __init__(self, prompt: str, armed: bool = True, own_name: str | None = None) -> None:
+        """``own_name``: the user's name, where the answer is not about it."""
         self.invented: list[str] = []
+        self._own_name = own_name
         self.cut = False
         self._known = _words(prompt)
         self._armed = armed
@@ -94,7 +126,9 @@ class GroundCheck(Check):
         """Armed for an answer about what the user told, not yet held to admit it does not
         know."""
         asked = form.grounded and not form.admitting
-        return cls(seen.prompt, armed=asked and about_what_they_told(seen.heard, seen.prompt))
+        armed = asked and about_what_they_told(seen.heard, seen.prompt)
+        own = None if _ASKS_OWN_NAME.search(straight(seen.heard)) else user_name(seen.human)
+        return cls(seen.prompt, armed=armed, own_name=own)
 
     @property
     def verdict(self) -> Verdict:
@@ -129,6 +163,8 @@ class GroundCheck(Check):
     def _end(self, space: str) -> str:
         sentence, self._sentence = self._sentence, ""
         facts = invented(("and " if self._midway else "") + sentence, self._known)
+        if self._own_name is not None and own_name_in(sentence, self._own_name):
+            facts.append(self._own_name)
         if facts:
             self.invented = facts
             self.cut = self._released
