@@ -274,6 +274,18 @@ def test_the_time_of_a_reminder_as_said_to_the_user(due: datetime, said: str) ->
     assert spoken_time(due, NOW) == said
 
 
+def test_a_time_said_on_the_twelve_hour_clock_is_confirmed_on_it() -> None:
+    from assistant.tasks.reminders import says_am_pm
+
+    assert says_am_pm("wake me at 7:30 a.m. please") and says_am_pm("at 6pm")
+    assert not says_am_pm("at 18:00") and not says_am_pm("the 5 amps fuse")
+    assert spoken_time(NOW.replace(hour=18), NOW, twelve_hour=True) == "today at 6 pm"
+    morning = NOW + timedelta(days=1, hours=-0.5)
+    assert spoken_time(morning, NOW, twelve_hour=True) == "tomorrow at 9:30 am"
+    midnight = NOW.replace(hour=0) + timedelta(days=1)
+    assert spoken_time(midnight, NOW, twelve_hour=True) == "tomorrow at 12 am"
+
+
 def test_a_reminder_is_turned_to_the_user() -> None:
     assert addressed_to_the_user("take my pills") == "take your pills"
     assert addressed_to_the_user("tell Mum I love her") == "tell Mum you love her"

@@ -14,6 +14,7 @@ from assistant.tasks.reminders import (
     addressed_to_the_user,
     asked_for_in,
     reminder_time,
+    says_am_pm,
     spoken_time,
     time_named_in,
 )
@@ -55,7 +56,8 @@ def background_tools(
         text = asked_for_in(heard(), now) or arguments.text
         reminder = reminders.add(addressed_to_the_user(text), due, source="agent")
         reminder_added()
-        return f"I'll remind you {spoken_time(due, now)}: {reminder.text}"
+        twelve_hour = says_am_pm(heard() or arguments.when)
+        return f"I'll remind you {spoken_time(due, now, twelve_hour)}: {reminder.text}"
 
     return (
         Tool(

@@ -63,10 +63,19 @@ class Reminder(BaseModel):
         return f"Reminder (late, it was due at {due} while Brain OS was not running): {self.text}"
 
 
-def spoken_time(due: datetime, now: datetime) -> str:
+# A time said on the twelve-hour clock ("6 pm", "7:30 a.m."): the confirmation says it so too.
+_AM_PM = re.compile(r"\b\d{1,2}(?::\d{2})?\s*(?:am|pm|a\.m\.|p\.m\.)(?!\w)", re.IGNORECASE)
+
+
+def says_am_pm(words: str) -> bool:
+    """Whether ``words`` name a time on the twelve-hour clock."""
+    return _AM_PM.search(words) is not None
+
+
+def spoken_time(due: datetime, now: datetime, twelve_hour: bool = False) -> str:
     """When ``due`` is, as said to the user: "in 30 seconds", "in 20 minutes", "today at
     18:00", "tomorrow at 09:00", "on Friday at 17:30", "on 3 December at 10:00" (in ``due``'s
-    zone)."""
+    zone); with ``twelve_hour``, as the user said it: "today at 6 pm", "tomorrow at 9:30 am"."""
     local_now = now.astimezone(due.tzinfo)
     seconds = round((due - local_now).total_seconds())
     if 0 <= seconds < 60:
@@ -75,7 +84,7 @@ def spoken_time(due: datetime, now: datetime) -> str:
     if 0 < minutes < 60:
         return f"in {minutes} minute{'' if minutes == 1 else 's'}"
     days = (due.date() - local_now.date()).days
-    clock = f"{due:%H:%M}"
+    clock = _twelve_hour(due) if twelve_hour else f"{due:%H:%M}"
     if days == 0:
         return f"today at {clock}"
     if days == 1:
@@ -83,6 +92,12 @@ def spoken_time(due: datetime, now: datetime) -> str:
     if 1 < days < 7:
         return f"on {due:%A} at {clock}"
     return f"on {due.day} {due:%B} at {clock}"
+
+
+def _twelve_hour(due: datetime) -> str:
+    hour = due.hour % 12 or 12
+    minutes = f":{due.minute:02d}" if due.minute else ""
+    return f"{hour}{minutes} {'am' if due.hour < 12 else 'pm'}"
 
 
 _TO_YOU = {

@@ -61,6 +61,7 @@ from assistant.tasks.reminders import (
     ReminderError,
     addressed_to_the_user,
     reminder_time,
+    says_am_pm,
     spoken_time,
 )
 
@@ -282,7 +283,8 @@ class TaskDesk:
         heartbeat = self.heartbeat()
         if heartbeat is not None:
             heartbeat.changed()  # it may be due before the next wake
-        return f"I'll remind you {spoken_time(due, session.clock())}: {reminder.text}"
+        twelve_hour = says_am_pm(request.when)
+        return f"I'll remind you {spoken_time(due, session.clock(), twelve_hour)}: {reminder.text}"
 
     def _answer(self, tasks: TaskManager, request: AnswerApproval) -> TaskRecord:
         """Allow or refuse a waiting task's call, named by the question's id or the task's."""
