@@ -315,7 +315,7 @@ def converse(
                 f"{_since(drafts.read_ended, started, ', a draft read ended at')}"
                 f"{', compacted before it' if compacted else ''}"
                 f"{', compacted after it' if compacted_after else ''}"
-                f"{', FLUSHED inside it' if turn.flushed else ''}: {turn.reply[:50]!r}"
+                f"{', FLUSHED inside it' if turn.flushed else ''}: {turn.reply!r}"
             )
     finally:
         stores.stream.close()
