@@ -140,3 +140,39 @@ def test_an_answer_about_the_user_that_says_an_earlier_fact_again_owns_it() -> N
     # Not an answer about the user: the copy is asked for again.
     chat = OpeningGuard.for_step(ReplyForm(), Seen("Any news?", "", replies, ""))
     assert chat.feed("Your niece Wanda lives in Gdynia.") == "" and chat.verdict is Verdict.REASK
+
+
+def test_an_owned_answer_keeps_the_earlier_sentences_it_says_again() -> None:
+    from assistant.agent.checks.loops import LoopStop
+
+    earlier = RecentReplies(["Right! Your choir sings at noon in the old mill."]).sentences()
+    loop = LoopStop(earlier)
+    text = "As I said, right! Your choir sings at noon in the old mill. "
+    assert loop.feed(text) + loop.flush() == text and not loop.dropped
+    plain = LoopStop(earlier)
+    said = plain.feed("Right! Your choir sings at noon in the old mill. ") + plain.flush()
+    assert said == "Right! " and plain.dropped
+
+
+def test_a_reply_speaking_of_the_user_in_the_third_person_is_asked_again() -> None:
+    from assistant.agent.checks.check import Seen, Verdict
+    from assistant.agent.reply_form import ReplyForm
+
+    guard = OpeningGuard.for_step(ReplyForm(), Seen("Where is my bike?", "", RecentReplies(), ""))
+    assert guard.feed("The user said the bike is in the hall.") == ""
+    assert guard.verdict is Verdict.REASK
+
+
+def test_an_earlier_answer_turned_to_the_user_is_the_same_answer_in_the_first_person() -> None:
+    from assistant.agent.checks.check import Seen, Verdict
+    from assistant.agent.checks.pipeline import ReplyChecks
+    from assistant.agent.reply_form import ReplyForm
+
+    # Shown turned ("Your ..."), the earlier answer came from the model as "My ...".
+    replies = RecentReplies(["Your uncle Bertil keeps bees in Visby.", "Noted."])
+    seen = Seen("Where does Bertil keep his bees?", "uncle Bertil bees Visby", replies, "")
+    checks = ReplyChecks.for_step(ReplyForm(grounded=True), seen)
+    text = "My uncle Bertil keeps bees in Visby."
+    shown = "".join(checks.feed(text[i : i + 2]) for i in range(0, len(text), 2)) + checks.flush()
+    assert shown == "As I said, your uncle Bertil keeps bees in Visby."
+    assert {c.name: c.verdict for c in checks.checks}["opening"] is Verdict.TRIM

@@ -56,3 +56,9 @@ def test_the_agent_turns_an_answer_about_the_user_and_keeps_what_was_shown(
     assert turn.reply == "You are allergic to kiwis."
     agent.respond(UserText("Thanks."))
     assert '{"message": "You are allergic to kiwis."}' in [m["content"] for m in llm.calls[2]]
+
+
+@pytest.mark.parametrize("chunk", [1, 3, 100])
+def test_an_owned_answer_is_turned_after_its_lead_in(chunk: int) -> None:
+    said = turned("As I said, my nephew is nine. I hope that helps.", chunk)
+    assert said == "As I said, your nephew is nine. I hope that helps."

@@ -4,7 +4,7 @@
 from __future__ import annotations
 
 from assistant.agent.events import UserText
-from assistant.agent.told import bearing_on, stem, told_note
+from assistant.agent.told import TOLD_HEAD, bearing_on, stem, told_note
 from assistant.agent.tools import Stores
 from tests.agent_helpers import ScriptedStream, say
 from tests.test_agent import make_agent
@@ -32,7 +32,8 @@ def test_a_relation_finds_its_person_and_the_latest_comes_last() -> None:
         "Tobiah just moved from Leiden to Delft.",
     ]
     note = told_note("Where does my cousin live now?", SAID, HUMAN)
-    assert note.index("Leiden.") < note.index("Delft.") and note.endswith("(the latest holds).")
+    assert note.index("Leiden.") < note.index("Delft.") and "the last holds" in note
+    assert note.splitlines()[1:] == [f"- {line}" for line in found]
 
 
 def test_a_line_s_key_finds_what_it_holds() -> None:
@@ -58,6 +59,6 @@ def test_the_agent_puts_the_note_before_a_question_about_the_user(stores: Stores
     agent.respond(UserText("Tobiah just moved from Leiden to Delft."))
     agent.respond(UserText("Where does my cousin live now?"))
     prompt = [m["content"] for m in llm.calls[2]]
-    note = next(content for content in prompt if "The user told you earlier" in content)
+    note = next(content for content in prompt if TOLD_HEAD in content)
     assert prompt.index(note) == len(prompt) - 2, "right before the question"
     assert "Delft" in note

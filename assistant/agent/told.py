@@ -93,13 +93,15 @@ def bearing_on(question: str, said: Sequence[str], human: str = "") -> list[str]
     return [statement for _, _, statement in sorted(best, key=lambda item: item[1])]
 
 
+# How the note opens: a list like the memories', not a sentence a reply could open with.
+TOLD_HEAD = "What the user said of this before, oldest first"
+
+
 def told_note(question: str, said: Sequence[str], human: str = "") -> str:
-    """The note quoting what the user said that bears on ``question`` ("" for nothing)."""
+    """The note listing what the user said that bears on ``question`` ("" for nothing)."""
     statements = bearing_on(question, said, human)
     if not statements:
         return ""
-    quoted = [f'"{" ".join(statement.split())}"' for statement in statements]
-    if len(quoted) == 1:
-        return f"The user told you earlier: {quoted[0]}"
-    listed = "; then ".join(quoted)
-    return f"The user told you earlier, in this order: {listed} (the latest holds)."
+    lines = "\n".join(f"- {' '.join(statement.split())}" for statement in statements)
+    where = " (where they differ, the last holds)" if len(statements) > 1 else ""
+    return f"{TOLD_HEAD}{where}:\n{lines}"

@@ -7,7 +7,9 @@ answer to a question about it. While the sentence being written could still turn
 one already said, it is held back; one that does is dropped, so the user sees and hears each
 sentence once. The third time the same sentence comes, the reply is stopped there (the server
 stops writing it). A sentence after the first that an earlier reply said is dropped too: deep
-in a conversation the 0.5B model closed many replies with the same question.
+in a conversation the 0.5B model closed many replies with the same question. An answer owned
+as said before ("As I said, ...": opening.py) says an earlier reply's sentences on purpose: the
+sentence after its lead-in's is part of its opening too.
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ from collections.abc import Iterable
 from typing import Self
 
 from assistant.agent.checks.check import Check, Seen, Verdict
+from assistant.agent.checks.opening import owned
 from assistant.agent.checks.recent import SENTENCE_WORDS
 from assistant.agent.checks.text import ENDS, normal
 from assistant.agent.reply_form import ReplyForm
@@ -98,8 +101,8 @@ class LoopStop(Check):
             self._said[key] += 1
             self.looping |= self._said[key] > SAID_AT_MOST
         held = self._held
+        self._first = self._first and owned(key)
         self._sentence, self._held, self._released = "", "", False
-        self._first = False
         if repeat:
             self.dropped = True
             return ""

@@ -15,6 +15,8 @@ to hear that") is released as soon as it parts from every such opening, a word o
   when they name none (no illness, loss, failure, damage, bad feeling), sympathy is held back,
   and "Oh" still lets a real misfortune the list missed be met with "Oh no, ...". The list
   errs towards trouble: a word of it in a neutral message only leaves the opening as it was.
+- The user in the third person ("The user told you ..."): a reply speaks to them, and one
+  that opens so is saying back a note of the prompt.
 - An earlier reply's opening or any longer sentence of it (recent.py), or the user's own
   words: the small models wrote a plain statement back, word for word, as their reply, and
   answered a question with a sentence of an earlier answer.
@@ -117,12 +119,53 @@ _LEAD_IN = re.compile(
 _COMMON = frozenset((
     "you", "your", "yours", "you're", "you've", "you'll", "the", "a", "an", "it", "it's", "its",
     "that", "that's", "this", "these", "those", "there", "there's", "they", "they're", "their",
-    "he", "he's", "his", "she", "she's", "her", "we", "we're", "our", "yes", "no", "sure", "okay",
-    "ok", "well", "on", "in", "at", "to", "for", "from", "with", "about", "after", "before",
+    "he", "he's", "his", "she", "she's", "her", "we", "we're", "our", "my", "yes", "no", "sure",
+    "okay", "ok", "well", "on", "in", "at", "to", "for", "from", "with", "about", "after", "before",
     "every", "each", "some", "most", "one", "nothing", "not", "none", "today", "tomorrow",
     "yesterday",
 ))
 # fmt: on
+
+
+# How a reply that says back a note of the prompt opens: of the user, to them.
+THIRD_PERSON = ("the user ", "the user's ")
+
+
+# The first person as compared with the second: an earlier reply is the same in either.
+_BLIND = {
+    "i": "you",
+    "i'm": "you're",
+    "im": "you're",
+    "i've": "you've",
+    "i'll": "you'll",
+    "i'd": "you'd",
+    "me": "you",
+    "my": "your",
+    "mine": "yours",
+    "myself": "yourself",
+}
+
+
+def person_blind(text: str, last: bool = True) -> str:
+    """``text`` (normal form) with first-person words as the second person's; its last word
+    too only with ``last`` (while a reply streams it may be cut short: "i" of "in")."""
+    ended = r"(?=[^a-z'])" if not last else r"(?![a-z'])"
+    return re.sub(r"[a-z']+" + ended, lambda word: _BLIND.get(word.group(0), word.group(0)), text)
+
+
+def owned(text: str) -> bool:
+    """Whether ``text`` opens with a lead-in of ``AGAIN`` (an answer owned as said before)."""
+    return _LEAD_IN.match(text) is not None
+
+
+def lead_in(text: str) -> int | None:
+    """How long the lead-in of ``AGAIN`` that ``text`` opens with is: 0 for none, None while
+    ``text`` could still become one."""
+    match = _LEAD_IN.match(text)
+    if match is not None and match.end() < len(text):
+        return match.end()
+    start = normal(text)
+    return None if any(lead.lower().startswith(start) for lead in AGAIN) else 0
 
 
 def _bare(text: str) -> str:
@@ -231,21 +274,25 @@ class OpeningGuard(Check):
         copies: tuple[str, ...] = (),
         again: tuple[str, ...] = (),
         times: int = 1,
+        echo: tuple[str, ...] = (),
     ) -> None:
         """``unwanted``: openings held back like a refusal's for this reply; ``copies``:
-        those of earlier replies and the user's words; ``again``: those it may say again,
-        owned as said before, the ``times``-th time (all lower-case)."""
+        those of earlier replies, and ``echo`` the user's words; ``again``: those it may say
+        again, owned as said before, the ``times``-th time (all lower-case). An earlier reply
+        is compared whatever person the model writes it in: the person check turns "My
+        brother ..." to "Your brother ..." after this one, so the same answer comes both ways."""
         self.refused = False
         # Whether the reply said an earlier answer again, and was shown as such.
         self.repeated = False
-        self._again = tuple(dict.fromkeys(_bare(answer) for answer in again))
+        self._again = tuple(dict.fromkeys(person_blind(_bare(answer)) for answer in again))
         self._times = times
         # The copied opening the reply had (the re-ask avoids it).
         self.copied: str | None = None
         self._held = ""
         self._open = not armed
-        self._openings = REFUSALS + unwanted + copies
-        self._copies = copies
+        self._unwanted = REFUSALS + unwanted + echo
+        self._copies = tuple(dict.fromkeys(person_blind(copy) for copy in copies))
+        self._echo = echo
 
     @classmethod
     def for_step(cls, form: ReplyForm, seen: Seen) -> Self:
@@ -253,7 +300,7 @@ class OpeningGuard(Check):
         copies alone, up to ``COPY_REASKS`` times (the grammar keeps refusals out; "Oh no"
         may meet a misfortune the word list missed)."""
         recent = seen.recent
-        copies = recent.openings() + recent.long_sentences() + echo_of(seen.heard)
+        copies, echo = recent.openings() + recent.long_sentences(), echo_of(seen.heard)
         asked = recent.answers(seen.heard) if is_question(seen.heard) else ()
         # An answer about the user's life may say again what an earlier reply said of what it
         # asks about (a word in common), not an unrelated earlier reply.
@@ -264,26 +311,34 @@ class OpeningGuard(Check):
             told = tuple(said for said in earlier if asking & terms(said))
         again, times = asked + told, max(1, len(asked))
         if not form.willing:
-            return cls(True, unwanted_openings(seen.heard), copies, again, times)
-        return cls(0 < len(form.avoiding) < COPY_REASKS, copies=copies, again=again, times=times)
+            unwanted = unwanted_openings(seen.heard) + (THIRD_PERSON if seen.heard.strip() else ())
+            return cls(True, unwanted, copies, again, times, echo)
+        armed = 0 < len(form.avoiding) < COPY_REASKS
+        return cls(armed, copies=copies, again=again, times=times, echo=echo)
 
     def feed(self, piece: str) -> str:
         if self._open or not piece:
             return piece
         self._held += piece
         start = normal(self._held)
-        bare = _bare(start)
+        blind, bare = person_blind(start), person_blind(_bare(start))
         if any(bare.startswith(answer) for answer in self._again):
             self.repeated, self._open = True, True
             held, self._held = self._held, ""
             return said_again(held.lstrip(), self._times)
-        if any(answer.startswith(bare) for answer in self._again):
+        copied = next((c for c in self._copies if blind.startswith(c)), None)
+        copied = copied or next((c for c in self._echo if start.startswith(c)), None)
+        if copied is not None or any(start.startswith(u) for u in self._unwanted):
+            self.refused, self.copied = True, copied
             return ""
-        if any(start.startswith(unwanted) for unwanted in self._openings):
-            self.refused = True
-            self.copied = next((c for c in self._copies if start.startswith(c)), None)
-            return ""
-        if any(unwanted.startswith(start) for unwanted in self._openings):
+        # Whether it may still become one: its last word as written, or turned, or cut short.
+        forms = {blind, person_blind(start, last=False)}
+        bares = {bare, person_blind(_bare(start), last=False)}
+        if (
+            any(a.startswith(b) for a in self._again for b in bares)
+            or any(c.startswith(f) for c in self._copies for f in forms)
+            or any(u.startswith(start) for u in self._unwanted)
+        ):
             return ""
         return self.flush()
 

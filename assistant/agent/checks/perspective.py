@@ -5,7 +5,8 @@ Asked about their own life, the 0.5B model answers in the user's voice: "I am al
 person). Where the question is about the user's life (routing.asks_about_their_life), each
 sentence of the reply that opens in the first person, and not in the assistant's own voice
 ("I don't know", "I'm glad", "I think ..."), has its first-person words turned to the second
-person as it streams: "You are allergic to ...". The window keeps what was shown.
+person as it streams: "You are allergic to ...". The window keeps what was shown. An answer
+owned as said before ("As I said, my ...": opening.py) is judged after its lead-in.
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ import re
 from typing import Self
 
 from assistant.agent.checks.check import Check, Seen, Verdict
+from assistant.agent.checks.opening import lead_in
 from assistant.agent.checks.text import SENTENCE_END, straight
 from assistant.agent.reply_form import ReplyForm
 
@@ -87,6 +89,13 @@ class Perspective(Check):
     def _release(self, final: bool) -> str:
         out = ""
         while self._held:
+            if self._turning is None and not self._begun:
+                said = lead_in(self._held)
+                if said is None and not final:
+                    return out
+                if said:
+                    out, self._held, self._begun = out + self._held[:said], self._held[said:], True
+                    continue
             if self._turning is None:
                 decided = self._decide(final)
                 if decided is None:
