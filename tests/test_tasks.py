@@ -464,3 +464,38 @@ def test_background_requests_take_turns_and_a_waiting_one_can_be_cancelled() -> 
         with pytest.raises(LLMCancelled):
             llm.complete_json([], {}, cancel=cancel)
         assert time.monotonic() - started < 1.0
+
+
+def test_a_reminder_whose_words_hold_time_and_text_is_set_with_no_model_step(
+    tmp_path: Path, stores: Stores
+) -> None:
+    """The 0.5B model's schema-held call ran past its token cap three times and no reminder
+    was set; where the words hold both, code reads the call."""
+    from assistant.agent.agent import Agent
+    from assistant.agent.context import ContextConfig, ContextWindow
+    from assistant.agent.events import UserText
+    from assistant.agent.instructions import instructions
+    from assistant.agent.tools import TOOLS
+    from assistant.agent.turn import ACKNOWLEDGED, AgentConfig
+    from tests.agent_helpers import ScriptedStream, say
+
+    reminders = ReminderStore(tmp_path / "reminders.json")
+    heard: list[str] = []
+    tools = (
+        *TOOLS,
+        *background_tools(MagicMock(), reminders, lambda: NOW, heard=lambda: heard[-1]),
+    )
+    context = ContextWindow(instructions(tools), stores.core, ContextConfig(window_tokens=4096))
+    llm = ScriptedStream(say("Noted."))
+    agent = Agent(llm, stores, context, AgentConfig(), tools=tools)
+    words = "Remind me in 15 minutes to turn the bread dough."
+    heard.append(words)
+    turn = agent.respond(UserText(words))
+    assert llm.calls == [], "no model step"
+    assert turn.reply == f"{ACKNOWLEDGED} I'll remind you in 15 minutes: turn the bread dough"
+    [reminder] = reminders.pending()
+    assert reminder.due_at == NOW + timedelta(minutes=15)
+    # No time in the words: the model writes the call.
+    heard.append("Remind me to water the ferns.")
+    agent.respond(UserText(heard[-1]))
+    assert len(llm.calls) >= 1

@@ -22,7 +22,7 @@ from dataclasses import replace
 from pathlib import Path
 
 from assistant.agent.about_user import constraints_for, facts_in, merged
-from assistant.agent.actions import ActionError
+from assistant.agent.actions import Action, ActionError
 from assistant.agent.checks.recent import RecentReplies
 from assistant.agent.compaction import Compactor
 from assistant.agent.context import ContextWindow
@@ -200,12 +200,16 @@ class Agent:
             if self.window.manage_pressure(self.journal.event_message):
                 turn.flushed = True
                 self.memories.show_again(prompt, self.journal.event_message)
-            outcome = self.steps.take(
-                io,
-                turn,
-                replace(held, only="send_message" if answer_now else only),
-                acknowledging=user and not answer_now,
+            outcome: Action | ActionError | None = (
+                self._read_from_words(only, io.heard) if step == 0 else None
             )
+            if outcome is None:
+                outcome = self.steps.take(
+                    io,
+                    turn,
+                    replace(held, only="send_message" if answer_now else only),
+                    acknowledging=user and not answer_now,
+                )
             if outcome is None:  # the LLM failed, or the user interrupted
                 if turn.ahead:  # it was said (the tool's step itself streams nothing)
                     self.dispatcher.keep_said(turn.ahead, turn)
@@ -273,6 +277,15 @@ class Agent:
         # notes back as replies). A summary restates the block once the words leave the window.
         self.context.core_seen["human"] = updated
         return updated
+
+    def _read_from_words(self, only: str | None, heard: str) -> Action | None:
+        """The routed tool's call, read by code from the user's words where they hold all its
+        arguments (no model step)."""
+        tool = self.tools.get(only) if only is not None else None
+        if tool is None or tool.read is None or not heard:
+            return None
+        arguments = tool.read(heard)
+        return Action(tool.name, arguments, False) if arguments is not None else None
 
     def _said_before(self) -> list[str]:
         """What the user said in the messages the window still holds, oldest first."""

@@ -80,6 +80,9 @@ class Tool:
     # Offered only at a heartbeat (heartbeat_tools): not in the instructions nor a turn's
     # schema, so a turn with the user reads the same prompt as before.
     tick_only: bool = False
+    # Its arguments read by code from the user's words, when they hold all of them (None when
+    # they do not): a call routed to it then needs no model step.
+    read: Callable[[str], Arguments | None] | None = None
 
     def schema(self) -> dict[str, Any]:
         return strict_schema(self.arguments.model_json_schema())

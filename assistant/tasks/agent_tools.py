@@ -59,6 +59,15 @@ def background_tools(
         twelve_hour = says_am_pm(heard() or arguments.when)
         return f"I'll remind you {spoken_time(due, now, twelve_hour)}: {reminder.text}"
 
+    def read_reminder(words: str) -> SetReminder | None:
+        # Both the time and the text from the words: the 0.5B model's schema-held call ran on
+        # past its token cap and came back unterminated three times, and no reminder was set.
+        now = clock()
+        text = asked_for_in(words, now)
+        if text is None or time_named_in(words, now) is None:
+            return None
+        return SetReminder(text=text, when=words)
+
     return (
         Tool(
             "delegate_task",
@@ -74,5 +83,6 @@ def background_tools(
             SetReminder,
             remind,
             speaks_result=True,
+            read=read_reminder,
         ),
     )
