@@ -176,3 +176,21 @@ def test_an_earlier_answer_turned_to_the_user_is_the_same_answer_in_the_first_pe
     shown = "".join(checks.feed(text[i : i + 2]) for i in range(0, len(text), 2)) + checks.flush()
     assert shown == "As I said, your uncle Bertil keeps bees in Visby."
     assert {c.name: c.verdict for c in checks.checks}["opening"] is Verdict.TRIM
+
+
+def test_a_long_answer_said_again_is_owned_after_a_few_words_not_held_to_its_end() -> None:
+    from assistant.agent.checks.check import Seen
+    from assistant.agent.checks.opening import OWN_AFTER
+    from assistant.agent.reply_form import ReplyForm
+
+    question = "What should I take on a canoe trip?"
+    answer = "For a canoe trip take a dry bag, a map, sun cream, a whistle, snacks and water."
+    replies = RecentReplies()
+    replies.hear(question)
+    replies.add(answer)
+    guard = OpeningGuard.for_step(ReplyForm(), Seen(question, "", replies, ""))
+    words = answer.split()
+    assert guard.feed(" ".join(words[:OWN_AFTER]) + " ") == ""
+    shown = guard.feed(words[OWN_AFTER] + " ")
+    assert shown == "As I said, " + " ".join(words[: OWN_AFTER + 1]).lower() + " "
+    assert guard.feed("and a hat.") == "and a hat."

@@ -109,6 +109,8 @@ WILLING_PATTERN = "^(" + "|".join(WILLING_OPENINGS) + ')[^"]*$'
 COPY_REASKS = 2
 
 
+# How many words of an earlier answer a reply may say again before it is owned as said again.
+OWN_AFTER = 6
 # How an answer said again to a question asked again opens: the n-th time, the n-th (or last).
 AGAIN = ("As I said, ", "Like I said, ", "As I told you before, ")
 _LEAD_IN = re.compile(
@@ -322,7 +324,7 @@ class OpeningGuard(Check):
         self._held += piece
         start = normal(self._held)
         blind, bare = person_blind(start), person_blind(_bare(start))
-        if any(bare.startswith(answer) for answer in self._again):
+        if any(bare.startswith(answer) for answer in self._again) or self._owns_early(bare):
             self.repeated, self._open = True, True
             held, self._held = self._held, ""
             return said_again(held.lstrip(), self._times)
@@ -341,6 +343,16 @@ class OpeningGuard(Check):
         ):
             return ""
         return self.flush()
+
+    def _owns_early(self, bare: str) -> bool:
+        """Whether the reply, still being written, has said ``OWN_AFTER`` whole words of an
+        earlier answer it may say again: it is owned from there, not held to the end of a long
+        opening (a list of things to pack was held 13 s)."""
+        words = bare.split()
+        if len(words) <= OWN_AFTER:  # the last word may be cut short
+            return False
+        said = " ".join(words[:OWN_AFTER]) + " "
+        return any(answer.startswith(said) for answer in self._again)
 
     def flush(self) -> str:
         """What is held, at the end of the reply (a short one that only looked like an
