@@ -127,3 +127,16 @@ def test_the_user_s_own_name_given_for_someone_else_counts_as_made_up() -> None:
     assert answer("What's my optician's name?", "Your optician is Ilse.").invented == ["Ilse"]
     assert answer("What's my name?", "Your name is Ilse.").invented == []
     assert answer("Where do I live, do you know?", "I don't know, Ilse.").invented == []
+
+
+def test_a_name_with_an_accent_is_read_whole() -> None:
+    """Read up to its accent, a name that was said ("Tomé") was a name nobody said ("Tom"),
+    and the right answer was asked again to admit it did not know."""
+    from assistant.agent.about_user import facts_in
+
+    assert invented("Your partner is Tomé.", known("User: My partner is called Tomé.")) == []
+    assert invented("Your partner is Tomás.", known("User: My partner is called Tomé.")) == [
+        "Tomás"
+    ]
+    assert [f.line() for f in facts_in("My partner is called Tomé.")] == ["Partner: Tomé"]
+    assert [f.line() for f in facts_in("Hi, I'm Søren.")] == ["Name: Søren"]

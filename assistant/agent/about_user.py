@@ -13,10 +13,10 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from assistant.agent.checks.text import straight
+from assistant.agent.checks.text import NAME_WORD, straight
 
 _FLAGS = re.IGNORECASE
-_NAME = r"([A-Z][a-z]+(?:-[A-Z][a-z]+)?)"
+_NAME = rf"({NAME_WORD}(?:-{NAME_WORD})?)"
 # Words that follow "I'm" at a greeting without being a name.
 _NOT_NAMES = {
     "Back",

@@ -10,7 +10,7 @@ from __future__ import annotations
 import re
 from collections.abc import Collection
 
-from assistant.agent.checks.text import straight
+from assistant.agent.checks.text import NAME_WORD, straight
 
 # "Remind me to ...", "Don't let me forget ...", "Set a reminder ...": a reminder; "remind me
 # what she said" or "remind me who that was" asks the memory instead.
@@ -83,7 +83,7 @@ _QUESTION_OPENING = re.compile(
 # Who a question is about: the user ("my", "I", "we"; "me" is left out, as in "tell me a joke")
 # or someone named (a capital inside the sentence).
 _FIRST_PERSON = re.compile(r"\b(?:i|my|mine|we|us|our|ours)\b", re.IGNORECASE)
-_NAME = re.compile(r"(?<=[\w,] )[A-Z][a-z]+")
+_NAME = re.compile(rf"(?<=[\w,] ){NAME_WORD}")
 
 
 def is_question(message: str) -> bool:

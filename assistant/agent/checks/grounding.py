@@ -23,7 +23,7 @@ from dataclasses import replace
 from typing import Self
 
 from assistant.agent.checks.check import Check, Seen, Verdict
-from assistant.agent.checks.text import ENDS, straight
+from assistant.agent.checks.text import ENDS, LOWER, NAME_WORD, UPPER, straight
 from assistant.agent.reply_form import ReplyForm
 
 # A sentence longer than this is checked and said in parts of this many words: a first
@@ -35,7 +35,7 @@ _OPENS = (".", "!", "?", ":")
 # Which end in a full stop and are followed by a name.
 _TITLES = ("Dr.", "Mr.", "Mrs.", "Ms.", "Prof.", "St.")
 # A number (a time, a date, an age: "10:00", "26th", "31") or a capitalised word.
-_FACT = re.compile(r"\d[\d:.,/]*(?:st|nd|rd|th)?|[A-Z][a-z]+(?:['\u2019-][A-Za-z]+)*")
+_FACT = re.compile(rf"\d[\d:.,/]*(?:st|nd|rd|th)?|{NAME_WORD}(?:['\u2019-][{UPPER}{LOWER}]+)*")
 _WORD = re.compile(r"[\w'\u2019-]+")
 # A template's blank in place of a fact: asked something it was not told, the 1.5B model
 # answered "You work at [insert company name]."

@@ -11,6 +11,11 @@ SENTENCE_END = re.compile(r"[.!?]\s")
 # A whole sentence within a finished text (the last one needs no space after it).
 SENTENCE = re.compile(r".+?[.!?](?=\s|$)", re.DOTALL)
 ENDS = ".!?"
+# A capitalised word as a name is written, accents and all ("Tomé", "Søren", "Łucja"): a name
+# read only up to its first accent was a different name ("Tom"), which nobody said.
+UPPER = "A-ZÀ-ÖØ-Þ\u0100-\u024f"
+LOWER = "a-zß-öø-ÿ\u0100-\u024f"
+NAME_WORD = f"[{UPPER}][{LOWER}]+"
 
 
 def straight(text: str) -> str:
