@@ -251,16 +251,24 @@ def test_a_reply_may_not_open_with_a_longer_sentence_of_a_recent_one() -> None:
     assert said == "The fitter comes on Tuesday, around nine. " and fresh.reask is None
 
 
-def test_a_re_ask_that_copies_again_is_asked_once_more_then_stands() -> None:
-    seen = replace(SEEN, recent=RecentReplies(["Great news!", COPY.strip()]))
+def test_a_re_ask_that_copies_again_is_asked_again_then_stands() -> None:
+    from assistant.agent.checks.opening import COPY_REASKS
+
+    seen = replace(SEEN, recent=RecentReplies(["Great news!", "Lovely news!", COPY.strip()]))
     once = ReplyForm(willing=True, avoiding=(COPY.strip().lower(),))
     again = run_in(seen, once, "Great news! Tell me more. ")
     assert again.reask is not None and again.reask.name == "opening"
     twice = again.reask.reasked(once)
     assert twice.avoiding == (COPY.strip().lower(), "great news!")
-    # Asked twice after copies, the third reply stands; so does a refusal's re-ask, whose
-    # grammar keeps the refusal out, and sympathy met on the re-ask ("Oh no, ...").
-    assert run_in(seen, twice, "Great news! Tell me more. ").reask is None
+    form = twice
+    for _ in range(COPY_REASKS - len(twice.avoiding)):
+        checks = run_in(seen, form, "Lovely news! Tell me more. ")
+        assert checks.reask is not None
+        form = checks.reask.reasked(form)
+    # Asked COPY_REASKS times after copies, the last reply stands; so does a refusal's
+    # re-ask, whose grammar keeps the refusal out, and sympathy met on the re-ask ("Oh no").
+    assert len(form.avoiding) == COPY_REASKS
+    assert run_in(seen, form, "Great news! Tell me more. ").reask is None
     assert run_in(seen, ReplyForm(willing=True), "Great news! Tell me more. ").reask is None
     assert run_in(seen, once, "Oh no, that is a shame. ").reask is None
 

@@ -105,8 +105,9 @@ WILLING_OPENINGS = (
 WILLING_PATTERN = "^(" + "|".join(WILLING_OPENINGS) + ')[^"]*$'
 # How many times a reply that copies is asked again: the 0.5B model's re-ask, held off the
 # copy's first word, opened with another cheer and then wrote the copied sentence (which the
-# loop check dropped, leaving the cheer: itself an earlier reply, said whole).
-COPY_REASKS = 2
+# loop check dropped, leaving the cheer: itself an earlier reply, said whole); compared in
+# either person, more copies are found, and two re-asks in a row could both copy.
+COPY_REASKS = 3
 
 
 # How many words of an earlier answer a reply may say again before it is owned as said again.
