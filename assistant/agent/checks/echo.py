@@ -16,8 +16,8 @@ import re
 from typing import Self
 
 from assistant.agent.checks.check import Check, Seen, Verdict
-from assistant.agent.checks.perspective import AFTER_I, OWN_VOICE, SWAPS
-from assistant.agent.checks.text import SENTENCE_END, straight
+from assistant.agent.checks.perspective import AFTER_I, OWN_VOICE
+from assistant.agent.checks.text import SENTENCE_END, SWAPS, straight
 from assistant.agent.reply_form import ReplyForm
 
 # How many of the user's words in a row make a run the reply took from them.

@@ -39,7 +39,7 @@ from typing import Self
 
 from assistant.agent.checks.check import Check, Seen, Verdict
 from assistant.agent.checks.recent import MIN_WORDS, opening
-from assistant.agent.checks.text import normal, straight
+from assistant.agent.checks.text import SWAPS, normal, straight
 from assistant.agent.reply_form import ReplyForm
 from assistant.agent.routing import is_question
 from assistant.agent.told import terms
@@ -134,26 +134,11 @@ _COMMON = frozenset((
 THIRD_PERSON = ("the user ", "the user's ")
 
 
-# The first person as compared with the second: an earlier reply is the same in either.
-_BLIND = {
-    "i": "you",
-    "i'm": "you're",
-    "im": "you're",
-    "i've": "you've",
-    "i'll": "you'll",
-    "i'd": "you'd",
-    "me": "you",
-    "my": "your",
-    "mine": "yours",
-    "myself": "yourself",
-}
-
-
 def person_blind(text: str, last: bool = True) -> str:
     """``text`` (normal form) with first-person words as the second person's; its last word
     too only with ``last`` (while a reply streams it may be cut short: "i" of "in")."""
     ended = r"(?=[^a-z'])" if not last else r"(?![a-z'])"
-    return re.sub(r"[a-z']+" + ended, lambda word: _BLIND.get(word.group(0), word.group(0)), text)
+    return re.sub(r"[a-z']+" + ended, lambda word: SWAPS.get(word.group(0), word.group(0)), text)
 
 
 def owned(text: str) -> bool:

@@ -16,7 +16,7 @@ from typing import Self
 
 from assistant.agent.checks.check import Check, Seen, Verdict
 from assistant.agent.checks.opening import lead_in
-from assistant.agent.checks.text import SENTENCE_END, straight
+from assistant.agent.checks.text import SENTENCE_END, SWAPS, straight
 from assistant.agent.reply_form import ReplyForm
 
 # Words after which a sentence opening is decided (or its end, if sooner).
@@ -31,18 +31,6 @@ OWN_VOICE = re.compile(
     re.IGNORECASE,
 )
 _FIRST_PERSON_OPENING = re.compile(r"^(?:i|i'm|im|i've|my|mine)\b", re.IGNORECASE)
-SWAPS = {
-    "i": "you",
-    "i'm": "you're",
-    "im": "you're",
-    "i've": "you've",
-    "i'll": "you'll",
-    "i'd": "you'd",
-    "me": "you",
-    "my": "your",
-    "mine": "yours",
-    "myself": "yourself",
-}
 # A verb after "I" that changes with the person.
 AFTER_I = {"am": "are", "was": "were"}
 _WORD = re.compile(r"[A-Za-z']+|[^A-Za-z']+")

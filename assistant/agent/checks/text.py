@@ -31,3 +31,19 @@ def normal(text: str) -> str:
 def sentences(text: str) -> list[str]:
     """The whole sentences of a finished ``text`` (a last one with no mark is left out)."""
     return [match.group(0) for match in SENTENCE.finditer(text)]
+
+
+# The first person's words as the second person's: what a reply in the user's voice says, said
+# to them.
+SWAPS = {
+    "i": "you",
+    "i'm": "you're",
+    "im": "you're",
+    "i've": "you've",
+    "i'll": "you'll",
+    "i'd": "you'd",
+    "me": "you",
+    "my": "your",
+    "mine": "yours",
+    "myself": "yourself",
+}
