@@ -194,3 +194,21 @@ def test_a_long_answer_said_again_is_owned_after_a_few_words_not_held_to_its_end
     shown = guard.feed(words[OWN_AFTER] + " ")
     assert shown == "As I said, " + " ".join(words[: OWN_AFTER + 1]).lower() + " "
     assert guard.feed("and a hat.") == "and a hat."
+
+
+def test_an_answer_saying_it_does_not_know_who_the_user_told_of_is_asked_again() -> None:
+    from assistant.agent.checks.check import Seen, Verdict
+    from assistant.agent.reply_form import ReplyForm
+
+    said = ("My landlady is called Mirela.", "The boiler broke again.", "Who is Mirela?")
+    seen = Seen("Who is Mirela?", "", RecentReplies(), "", said)
+    guard = OpeningGuard.for_step(ReplyForm(grounded=True), seen)
+    assert guard.feed("I don't know who Mirela is.") == "" and guard.verdict is Verdict.REASK
+    # Never told, or already held to admitting it: "I don't know" stands.
+    for form, asked in (
+        (ReplyForm(grounded=True), "Who is Bogdana?"),
+        (ReplyForm(grounded=True, admitting=True), "Who is Mirela?"),
+    ):
+        guard = OpeningGuard.for_step(form, Seen(asked, "", RecentReplies(), "", said))
+        text = "I don't know who she is."
+        assert guard.feed(text) + guard.flush() == text and guard.verdict is Verdict.PASS

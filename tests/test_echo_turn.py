@@ -12,8 +12,8 @@ from tests.agent_helpers import ScriptedStream, say
 from tests.test_agent import make_agent
 
 
-def turned(heard: str, reply: str, chunk: int) -> str:
-    echo = EchoTurn(heard)
+def turned(heard: str, reply: str, chunk: int, earlier: tuple[str, ...] = ()) -> str:
+    echo = EchoTurn(heard, earlier)
     out = "".join(echo.feed(reply[i : i + chunk]) for i in range(0, len(reply), chunk))
     return out + echo.flush()
 
@@ -86,3 +86,37 @@ def test_the_agent_shows_and_keeps_the_turned_words(stores: Stores) -> None:
     agent.respond(UserText("Thanks."))
     kept = [m["content"] for m in llm.calls[1]]
     assert any("you're a luthier in Ghent now" in content for content in kept)
+
+
+@pytest.mark.parametrize(
+    ("heard", "earlier", "reply", "shown"),
+    [
+        # Said turns before, four words in a row: the user's too; and the "you" of their
+        # words in a sentence that turned their "I" is the assistant.
+        (
+            "Say back what I told you about my cousin.",
+            ("My cousin Ottilie farms geese near Lund.",),
+            "I told you that my cousin Ottilie farms geese near Lund.",
+            "You told me that your cousin Ottilie farms geese near Lund.",
+        ),
+        # Three words the assistant says of itself as well: not the user's from turns before.
+        (
+            "Thanks!",
+            ("I'm going to the orchard later.",),
+            "I'm going to set that reminder now.",
+            "I'm going to set that reminder now.",
+        ),
+        # A "you" in a sentence where nothing of the user's was turned stays.
+        (
+            "Thanks!",
+            ("I hope you can help me plan a kayak trip.",),
+            "I hope you enjoy the trip.",
+            "I hope you enjoy the trip.",
+        ),
+    ],
+)
+@pytest.mark.parametrize("chunk", [1, 5, 200])
+def test_words_said_turns_before_are_turned_too(
+    heard: str, earlier: tuple[str, ...], reply: str, shown: str, chunk: int
+) -> None:
+    assert turned(heard, reply, chunk, earlier) == shown

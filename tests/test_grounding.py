@@ -126,6 +126,7 @@ def test_the_user_s_own_name_given_for_someone_else_counts_as_made_up() -> None:
 
     assert answer("What's my optician's name?", "Your optician is Ilse.").invented == ["Ilse"]
     assert answer("What's my name?", "Your name is Ilse.").invented == []
+    assert answer("What do you know about me?", "You're Ilse.").invented == []
     assert answer("Where do I live, do you know?", "I don't know, Ilse.").invented == []
 
 

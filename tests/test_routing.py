@@ -207,6 +207,7 @@ def test_a_question_is_known_by_its_mark_or_its_first_word(message: str, asks: b
         ("What's my optician's name?", True),
         ("When is Aya's birthday?", True),
         ("where did I leave my gloves", True),
+        ("What have you learnt about me?", True),
         ("How many minutes are there in four hours?", False),
         ("How are you today?", False),
         ("Can you tell me a joke?", False),

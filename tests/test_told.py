@@ -4,7 +4,7 @@
 from __future__ import annotations
 
 from assistant.agent.events import UserText
-from assistant.agent.told import TOLD_HEAD, bearing_on, stem, told_note
+from assistant.agent.told import TOLD_HEAD, bearing_on, stem, told_note, who_told
 from assistant.agent.tools import Stores
 from tests.agent_helpers import ScriptedStream, say
 from tests.test_agent import make_agent
@@ -23,6 +23,8 @@ def test_words_compare_without_their_endings() -> None:
     assert stem("lives") == stem("live") == stem("living") == "liv"
     assert stem("Tobiah's") == "tobiah"
     assert stem("moved") == stem("move")
+    assert stem("swimming") == stem("swim") and stem("stopped") == stem("stop")
+    assert stem("filled") == stem("fill")
 
 
 def test_a_relation_finds_its_person_and_the_latest_comes_last() -> None:
@@ -44,6 +46,15 @@ def test_questions_the_user_s_own_name_and_unrelated_words_are_not_quoted() -> N
     assert told_note("What is my aunt's name?", SAID, HUMAN) == ""
     assert told_note("What's my favourite song?", SAID, HUMAN) == ""
     assert "parrot" not in told_note("Which parrot did I name?", SAID, HUMAN)
+
+
+def test_who_someone_is_is_told_when_the_user_said_it() -> None:
+    assert who_told("Who is Tobiah?", SAID, "")
+    assert who_told("Who's Tobiah?", [], HUMAN)  # the sentence left the window, the line stays
+    assert not who_told("Who is Tobiah's wife?", SAID, HUMAN)  # never said
+    assert not who_told("Where is Tobiah?", SAID, HUMAN)  # not who someone is
+    assert not who_told("Who is Dora?", [], HUMAN)  # the user's own name
+    assert not who_told("Who is Marguerite?", SAID, HUMAN)
 
 
 def test_only_the_best_few_are_quoted_oldest_first() -> None:

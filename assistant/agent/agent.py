@@ -175,7 +175,7 @@ class Agent:
         known = ""
         if isinstance(event, UserText | UserUtterance):
             human = self._keep_about_user(event.text)
-            told = told_note(event.text, self._said_before(), human) if held.grounded else ""
+            told = told_note(event.text, self.context.user_said(), human) if held.grounded else ""
             known = "\n".join(part for part in (constraints_for(event.text, human), told) if part)
         self.context.note_core_changes()  # the user may have edited it since the last turn
         # Before the event: small models heed the last message most, and it must be the
@@ -286,10 +286,6 @@ class Agent:
             return None
         arguments = tool.read(heard)
         return Action(tool.name, arguments, False) if arguments is not None else None
-
-    def _said_before(self) -> list[str]:
-        """What the user said in the messages the window still holds, oldest first."""
-        return [m["content"] for m in self.context.fifo if m["role"] == "user"]
 
     def note(self, event: Event) -> None:
         """Tell the agent something it should know at its next turn, with no reply now (the

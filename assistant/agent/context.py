@@ -83,6 +83,10 @@ class ContextWindow:
         """The prompt: the prefix, then the FIFO."""
         return [self.prefix(), *self.fifo]
 
+    def user_said(self) -> list[str]:
+        """What the user said in the messages the window still holds, oldest first."""
+        return [message["content"] for message in self.fifo if message["role"] == "user"]
+
     def tokens(self) -> int:
         return sum(self.count(m["content"]) + MESSAGE_OVERHEAD_TOKENS for m in self.messages())
 

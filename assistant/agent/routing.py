@@ -82,7 +82,8 @@ _QUESTION_OPENING = re.compile(
 
 # Who a question is about: the user ("my", "I", "we"; "me" is left out, as in "tell me a joke")
 # or someone named (a capital inside the sentence).
-_FIRST_PERSON = re.compile(r"\b(?:i|my|mine|we|us|our|ours)\b", re.IGNORECASE)
+# "me" alone asks for something ("Can you tell me a joke?"); "about me" asks about the user.
+_FIRST_PERSON = re.compile(r"\b(?:i|my|mine|we|us|our|ours|about me)\b", re.IGNORECASE)
 _NAME = re.compile(rf"(?<=[\w,] ){NAME_WORD}")
 
 

@@ -154,6 +154,7 @@ class StepTaker:
             prompt="\n".join(message["content"] for message in self.context.messages()),
             recent=self.replies,
             human=block.value if block is not None else "",
+            said=tuple(self.context.user_said()),
         )
 
     def _failed(self, turn: Turn, message: str) -> None:

@@ -21,7 +21,7 @@ from assistant.agent.checks.text import straight
 STATEMENTS = 3
 # Words that tell nothing of what a question is about.
 # fmt: off
-_STOP = frozenset((
+STOP_WORDS = frozenset((
     "a", "an", "the", "and", "or", "but", "if", "of", "in", "on", "at", "to", "for", "from",
     "with", "by", "about", "as", "into", "than", "then", "so", "is", "are", "was", "were", "be",
     "been", "being", "am", "do", "does", "did", "doing", "have", "has", "had", "having", "i",
@@ -44,13 +44,17 @@ def stem(word: str) -> str:
     for ending in ("ing", "ed", "es", "s"):
         if word.endswith(ending) and len(word) - len(ending) >= 3:
             word = word[: -len(ending)]
+            # "running", "stopped": the consonant doubled before the ending ("passed" keeps
+            # its own).
+            if ending in ("ing", "ed") and word[-1] == word[-2] and word[-1] not in "aeioulsz":
+                word = word[:-1]
             break
     return word[:-1] if word.endswith("e") and len(word) > 3 else word
 
 
 def terms(text: str) -> set[str]:
     """The words of ``text`` that say what it is about, as compared."""
-    return {stem(word) for word in _WORD.findall(straight(text).lower()) if word not in _STOP}
+    return {stem(word) for word in _WORD.findall(straight(text).lower()) if word not in STOP_WORDS}
 
 
 # Lines of the human block that name no one else: the user's own name is left out (a question
@@ -91,6 +95,25 @@ def bearing_on(question: str, said: Sequence[str], human: str = "") -> list[str]
             scored.append((shared, order, statement))
     best = sorted(scored, key=lambda item: (item[0], item[1]), reverse=True)[:STATEMENTS]
     return [statement for _, _, statement in sorted(best, key=lambda item: item[1])]
+
+
+# A question that asks who someone is.
+_WHO = re.compile(r"^\s*who(?:'s| is| was| are| were)\b", re.IGNORECASE)
+
+
+def who_told(question: str, said: Sequence[str], human: str = "") -> bool:
+    """Whether ``question`` asks who someone is that the user told of: a sentence of theirs
+    (``said``) or a line of the human block holds every word it asks about. The 0.5B model
+    said it did not know who someone was with the user's words about them in view."""
+    wanted = terms(question)
+    if not wanted or not _WHO.match(straight(question)):
+        return False
+    lines = [
+        line
+        for line in human.splitlines()
+        if line.partition(":")[2].strip() and line.partition(":")[0].strip().lower() != _OWN_NAME
+    ]
+    return any(wanted <= terms(line) for line in (*bearing_on(question, said), *lines))
 
 
 # How the note opens: a list like the memories', not a sentence a reply could open with.

@@ -45,6 +45,8 @@ class Seen:
     recent: RecentReplies
     # The core memory's human block: what the user told of themselves.
     human: str
+    # What the user said in the messages the window holds, oldest first (``heard`` last).
+    said: tuple[str, ...] = ()
 
 
 class Check(ABC):

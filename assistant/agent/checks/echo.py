@@ -8,6 +8,12 @@ word itself, the two before it or the two after it), it is the user's word, and 
 to the second person as it streams: "and you're buying a caravan". The assistant speaking of
 itself ("I'm glad", "I hope", "I'll") is left as it is where only the word and those after it
 are the user's (they may have said "I'm glad" too).
+
+The model also says back what the user told it turns before ("You told me that my cousin
+Ottilie farms geese"): a run of their earlier words counts too where it holds a word that says
+something (not only "I'm going to", which the assistant says of itself as well). Where a
+sentence turned the user's "I", the "you" of their words in it is the assistant: "I told you"
+said back is "You told me".
 """
 
 from __future__ import annotations
@@ -19,9 +25,13 @@ from assistant.agent.checks.check import Check, Seen, Verdict
 from assistant.agent.checks.perspective import AFTER_I, OWN_VOICE
 from assistant.agent.checks.text import SENTENCE_END, SWAPS, straight
 from assistant.agent.reply_form import ReplyForm
+from assistant.agent.told import STOP_WORDS
 
-# How many of the user's words in a row make a run the reply took from them.
+# How many of the user's words in a row make a run the reply took from them: of the message
+# answered, and of one before it (where three in a row are often the assistant's own too:
+# "I'm going to").
 RUN = 3
+EARLIER_RUN = 4
 _PIECE = re.compile(r"[A-Za-z'\u2019]+|[^A-Za-z'\u2019]+")
 
 
@@ -35,10 +45,18 @@ def _key(word: str) -> str:
     return "i" if key in _I_FORMS else key
 
 
-def runs_of(words: str) -> frozenset[tuple[str, ...]]:
-    """Every run of ``RUN`` words in a row in ``words``, as compared."""
+# The user's second person, in a sentence that turned their first: the assistant.
+_BACK = {"you": "me", "your": "my", "yours": "mine", "yourself": "myself"}
+
+
+def runs_of(words: str, length: int = RUN, saying: bool = False) -> frozenset[tuple[str, ...]]:
+    """Every run of ``length`` words in a row in ``words``, as compared (``saying``: only
+    those with a word that says something)."""
     keys = [_key(word) for word in re.findall(r"[A-Za-z'\u2019]+", words)]
-    return frozenset(tuple(keys[i : i + RUN]) for i in range(len(keys) - RUN + 1))
+    runs = (tuple(keys[i : i + length]) for i in range(len(keys) - length + 1))
+    return frozenset(
+        run for run in runs if not saying or any(word not in STOP_WORDS for word in run)
+    )
 
 
 class EchoTurn(Check):
@@ -46,20 +64,27 @@ class EchoTurn(Check):
 
     name = "echo"
 
-    def __init__(self, heard: str) -> None:
-        self._runs = runs_of(heard)
+    def __init__(self, heard: str, earlier: tuple[str, ...] = ()) -> None:
+        """``earlier``: what the user said before ``heard``."""
+        self._runs = runs_of(heard).union(
+            *(runs_of(said, EARLIER_RUN, saying=True) for said in earlier)
+        )
+        self._longest = EARLIER_RUN if earlier else RUN
         # Armed only where the user said something in the first person.
         self.armed = any(word in SWAPS for run in self._runs for word in run)
         self.changed = False
         self._held = ""
         # The current sentence's words so far (as compared), and whether its last one that
-        # was first person was turned (the verb after a turned "I" follows it).
+        # was first person was turned (the verb after a turned "I" follows it), and whether
+        # any was.
         self._words: list[str] = []
         self._turned_i = False
+        self._turned = False
 
     @classmethod
     def for_step(cls, form: ReplyForm, seen: Seen) -> Self:
-        return cls(seen.heard)
+        earlier = seen.said[:-1] if seen.said and seen.said[-1] == seen.heard else seen.said
+        return cls(seen.heard, earlier)
 
     @property
     def verdict(self) -> Verdict:
@@ -91,11 +116,11 @@ class EchoTurn(Check):
             if not piece[0].isalpha():
                 out.append(piece)
                 if SENTENCE_END.search(piece + " "):
-                    self._words, self._turned_i = [], False
+                    self._words, self._turned_i, self._turned = [], False, False
                 used += len(piece)
                 continue
-            after = [_key(word) for word in words[index + 1 : index + 1 + RUN - 1]]
-            if straight(piece).lower() in SWAPS and len(after) < RUN - 1 and not final:
+            after = [_key(word) for word in words[index + 1 : index + self._longest]]
+            if self._turnable(piece) and len(after) < self._longest - 1 and not final:
                 break  # its run is not yet written
             out.append(self._turn(piece, after))
             used += len(piece)
@@ -106,34 +131,42 @@ class EchoTurn(Check):
     def _turn(self, word: str, after: list[str]) -> str:
         said = straight(word).lower()
         key = _key(word)
-        before = self._words[-(RUN - 1) :]
+        before = self._words[-(self._longest - 1) :]
         self._words.append(key)
         if self._turned_i and key in AFTER_I:
             self._turned_i = False
             return AFTER_I[key]
         self._turned_i = False
-        swap = SWAPS.get(said)
+        back = _BACK.get(said) if self._turned else None
+        swap = SWAPS.get(said) or back
         if swap is None:
             return word
         took = self._echoes(before, key, after)
-        # Only the word and the two after it as the user said them: the assistant may say
+        # Only the word and those after it as the user said them: the assistant may say
         # "I'm glad you ..." in its own voice as the user did.
-        if took is None or (took == len(before) and OWN_VOICE.match(" ".join([said, *after]))):
+        if took is None or (took == 0 and OWN_VOICE.match(" ".join([said, *after]))):
             return word
-        self.changed = True
+        self.changed = self._turned = True
         self._turned_i = said == "i"
         return swap[0].upper() + swap[1:] if len(self._words) == 1 else swap
 
+    def _turnable(self, word: str) -> bool:
+        """Whether ``word`` may be turned, once the words after it show its run."""
+        said = straight(word).lower()
+        return said in SWAPS or (self._turned and said in _BACK)
+
     def _echoes(self, before: list[str], key: str, after: list[str]) -> int | None:
-        """Where the earliest run of the user's words around the word starts (in ``before``
-        then the word), if any does."""
+        """Where the earliest run of the user's words around the word starts, counted from
+        the word (0: at it, -1: the word before), if any does."""
         around = [*before, key, *after]
         at = len(before)
         return next(
             (
-                start
-                for start in range(max(0, at - RUN + 1), at + 1)
-                if start + RUN <= len(around) and tuple(around[start : start + RUN]) in self._runs
+                start - at
+                for length in (RUN, EARLIER_RUN)
+                for start in range(max(0, at - length + 1), at + 1)
+                if start + length <= len(around)
+                and tuple(around[start : start + length]) in self._runs
             ),
             None,
         )

@@ -40,9 +40,11 @@ _WORD = re.compile(r"[\w'\u2019-]+")
 # A template's blank in place of a fact: asked something it was not told, the 1.5B model
 # answered "You work at [insert company name]."
 _BLANK = re.compile(r"\[[^\]\n]{1,60}\]")
-# A question about the user's own name (its answer is theirs).
+# A question about the user's own name, or about them as a whole (its answer is theirs).
 _ASKS_OWN_NAME = re.compile(
-    r"\bmy name\b|\bwho am i\b|\bwhat am i called\b|\bcall me\b|\bmy full name\b", re.I
+    r"\bmy name\b|\bwho am i\b|\bwhat am i called\b|\bcall me\b|\bmy full name\b|"
+    r"\babout me\b",
+    re.I,
 )
 # How a name that only addresses the user stands: after the start, a comma or a greeting, and
 # before a mark.

@@ -42,7 +42,7 @@ from assistant.agent.checks.recent import MIN_WORDS, opening
 from assistant.agent.checks.text import SWAPS, normal, straight
 from assistant.agent.reply_form import ReplyForm
 from assistant.agent.routing import is_question
-from assistant.agent.told import terms
+from assistant.agent.told import terms, who_told
 
 # How a refusal opens, after an apology or none.
 _APOLOGIES = (
@@ -132,6 +132,8 @@ _COMMON = frozenset((
 
 # How a reply that says back a note of the prompt opens: of the user, to them.
 THIRD_PERSON = ("the user ", "the user's ")
+# How a reply opens that says it does not know (held back where the user said the answer).
+UNKNOWING = (*(apology + "i don't know" for apology in _APOLOGIES), "i do not know")
 
 
 def person_blind(text: str, last: bool = True) -> str:
@@ -300,6 +302,8 @@ class OpeningGuard(Check):
         again, times = asked + told, max(1, len(asked))
         if not form.willing:
             unwanted = unwanted_openings(seen.heard) + (THIRD_PERSON if seen.heard.strip() else ())
+            if form.grounded and not form.admitting and who_told(seen.heard, seen.said, seen.human):
+                unwanted += UNKNOWING
             return cls(True, unwanted, copies, again, times, echo)
         armed = 0 < len(form.avoiding) < COPY_REASKS
         return cls(armed, copies=copies, again=again, times=times, echo=echo)
