@@ -29,6 +29,11 @@ def turned(text: str, chunk: int) -> str:
             "You fix bikes with your uncle. I hope that helps!",
         ),
         ("I was in Tampere last spring.", "You were in Tampere last spring."),
+        # Their "you" is the assistant (as an object; a subject is left).
+        (
+            "I showed you my kiln and you liked it.",
+            "You showed me your kiln and you liked it.",
+        ),
         ("I don't know, you haven't told me.", "I don't know, you haven't told me."),
         ("I'm not sure what your nephew likes.", "I'm not sure what your nephew likes."),
         ("Your nephew is nine.", "Your nephew is nine."),

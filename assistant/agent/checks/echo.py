@@ -23,7 +23,7 @@ from typing import Self
 
 from assistant.agent.checks.check import Check, Seen, Verdict
 from assistant.agent.checks.perspective import AFTER_I, OWN_VOICE
-from assistant.agent.checks.text import SENTENCE_END, SWAPS, straight
+from assistant.agent.checks.text import BACK, SENTENCE_END, SWAPS, straight, turned_back
 from assistant.agent.reply_form import ReplyForm
 from assistant.agent.told import STOP_WORDS
 
@@ -43,10 +43,6 @@ _I_FORMS = frozenset(("i", "i'm", "im", "i'll", "i'd", "i've"))
 def _key(word: str) -> str:
     key = straight(word).lower()
     return "i" if key in _I_FORMS else key
-
-
-# The user's second person, in a sentence that turned their first: the assistant.
-_BACK = {"you": "me", "your": "my", "yours": "mine", "yourself": "myself"}
 
 
 def runs_of(words: str, length: int = RUN, saying: bool = False) -> frozenset[tuple[str, ...]]:
@@ -137,7 +133,7 @@ class EchoTurn(Check):
             self._turned_i = False
             return AFTER_I[key]
         self._turned_i = False
-        back = _BACK.get(said) if self._turned else None
+        back = turned_back(said, before[-1] if before else None) if self._turned else None
         swap = SWAPS.get(said) or back
         if swap is None:
             return word
@@ -153,7 +149,7 @@ class EchoTurn(Check):
     def _turnable(self, word: str) -> bool:
         """Whether ``word`` may be turned, once the words after it show its run."""
         said = straight(word).lower()
-        return said in SWAPS or (self._turned and said in _BACK)
+        return said in SWAPS or (self._turned and said in BACK)
 
     def _echoes(self, before: list[str], key: str, after: list[str]) -> int | None:
         """Where the earliest run of the user's words around the word starts, counted from

@@ -16,7 +16,7 @@ from typing import Self
 
 from assistant.agent.checks.check import Check, Seen, Verdict
 from assistant.agent.checks.opening import lead_in
-from assistant.agent.checks.text import SENTENCE_END, SWAPS, straight
+from assistant.agent.checks.text import SENTENCE_END, SWAPS, straight, turned_back
 from assistant.agent.reply_form import ReplyForm
 
 # Words after which a sentence opening is decided (or its end, if sooner).
@@ -51,6 +51,8 @@ class Perspective(Check):
         self._after_i = False
         # Whether the current sentence's first word is out (a turned word after it is lower case).
         self._begun = False
+        # The word before, in the sentence being turned (lower case).
+        self._previous: str | None = None
 
     @classmethod
     def for_step(cls, form: ReplyForm, seen: Seen) -> Self:
@@ -99,6 +101,7 @@ class Perspective(Check):
             out += self._turn(self._held[: end.end()])
             self._held = self._held[end.end() :]
             self._turning, self._after_i, self._begun = None, False, False
+            self._previous = None
         return out
 
     def _decide(self, final: bool) -> bool | None:
@@ -121,8 +124,13 @@ class Perspective(Check):
                 pieces.append(token)
                 continue
             lowered = straight(token).lower()
-            swap = SWAPS.get(lowered) or (AFTER_I.get(lowered) if self._after_i else None)
+            swap = (
+                SWAPS.get(lowered)
+                or (AFTER_I.get(lowered) if self._after_i else None)
+                or turned_back(lowered, self._previous)
+            )
             self._after_i = lowered == "i"
+            self._previous = lowered
             if swap is not None:
                 self.changed = True
                 token = swap if self._begun else swap[0].upper() + swap[1:]

@@ -47,3 +47,19 @@ SWAPS = {
     "mine": "yours",
     "myself": "yourself",
 }
+
+# The second person's words in a sentence said in the user's voice: the assistant, to whom
+# they spoke ("you told me", said back, is "I told you"). "you" after a clause's opening
+# (or none) is its subject, left as it is: "I" would need the verb after it turned too.
+BACK = {"you": "me", "your": "my", "yours": "mine", "yourself": "myself"}
+_CLAUSE_OPENERS = frozenset(
+    ("that", "if", "when", "because", "and", "but", "so", "as", "while", "where", "or")
+)
+
+
+def turned_back(word: str, previous: str | None) -> str | None:
+    """What the user's second-person ``word`` (lower case) is, said back to them, after the
+    word ``previous`` (lower case; None at a sentence's start); None to leave it."""
+    if word == "you" and (previous is None or previous in _CLAUSE_OPENERS):
+        return None
+    return BACK.get(word)
