@@ -102,6 +102,12 @@ class LLMSettings(Section):
     kv_cache_type: Literal["f16", "q8_0"] = Field(
         "f16", description="llama-server: how the KV cache stores keys and values."
     )
+    pause_background: bool = Field(
+        True,
+        description="llama-server: pause the background server (ratings, reflection, the "
+        "graph) while you speak or type and while a reply is written, so it takes no core "
+        "from your turn.",
+    )
     threads: int = Field(2, ge=1, le=256, description="CPU threads for the local server.")
     timeout_s: float = Field(120.0, gt=0, description="Seconds to wait for one LLM request.")
     startup_timeout_s: float = Field(

@@ -18,8 +18,11 @@ background-server p50.
 Then the guarantee that background work never slows a reply: a whole reply (``REPLY_TOKENS``
 tokens) on the conversation's server, timed from the request to its last piece, with the
 background server idle (``reply_idle_ms``) and while it reads a long prompt and writes
-(``reply_busy_ms``, a summary of about 3,000 tokens of talk, sent just before the reply).
-``busy_slowdown`` is busy p50 over idle p50 (1.0: no slower).
+(``reply_busy_ms``, a summary of about 3,000 tokens of talk, sent just before the reply), and
+the same with the background server paused for the reply as the app pauses it
+(``reply_paused_ms``: the foreground gate and ``BackgroundPause``, assistant/llm/pausing.py).
+``busy_slowdown`` and ``paused_slowdown`` are busy and paused p50 over idle p50 (1.0: no
+slower).
 """
 
 from __future__ import annotations
@@ -29,7 +32,7 @@ import json
 import sys
 import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
 from benchmarks.stats import percentiles
@@ -95,8 +98,15 @@ def long_background_request(background: Any, repeat: int) -> None:
     )
 
 
-def reply_under_load(client: Any, background: Any, repeats: int) -> dict[str, list[float]]:
-    times: dict[str, list[float]] = {"reply_idle": [], "reply_busy": []}
+def reply_under_load(
+    client: Any, background: Any, pause: Callable[[bool], None], repeats: int
+) -> dict[str, list[float]]:
+    from assistant.llm.pausing import BackgroundPause
+    from assistant.llm.priority import ForegroundGate
+
+    gate = ForegroundGate()
+    gate.listen(BackgroundPause(pause).foreground)
+    times: dict[str, list[float]] = {"reply_idle": [], "reply_busy": [], "reply_paused": []}
     prompt = conversation()
     for repeat in range(repeats):
         asked: list[Message] = [
@@ -104,15 +114,20 @@ def reply_under_load(client: Any, background: Any, repeats: int) -> dict[str, li
             {"role": "user", "content": f"Tell me about Porto ({repeat})."},
         ]
         times["reply_idle"].append(whole_reply_ms(client, asked))
-        worker = threading.Thread(target=long_background_request, args=(background, repeat))
-        worker.start()
-        time.sleep(0.2)  # the background server is reading when the reply is asked
-        asked = [*prompt, {"role": "user", "content": f"Tell me about Leeds ({repeat})."}]
-        times["reply_busy"].append(whole_reply_ms(client, asked))
-        worker.join()
+        for place, city in (("reply_busy", "Leeds"), ("reply_paused", "Lisbon")):
+            worker = threading.Thread(target=long_background_request, args=(background, repeat))
+            worker.start()
+            time.sleep(0.2)  # the background server is reading when the reply is asked
+            asked = [*prompt, {"role": "user", "content": f"Tell me about {city} ({repeat})."}]
+            if place == "reply_paused":
+                with gate.foreground():
+                    times[place].append(whole_reply_ms(client, asked))
+            else:
+                times[place].append(whole_reply_ms(client, asked))
+            worker.join()
         log(
-            f"  reply {repeat + 1}: idle {times['reply_idle'][-1]:.0f} ms, "
-            f"busy {times['reply_busy'][-1]:.0f} ms"
+            f"  reply {repeat + 1}: "
+            + ", ".join(f"{place} {times[place][-1]:.0f} ms" for place in times)
         )
     return times
 
@@ -140,7 +155,8 @@ def measure(settings: Any, repeats: int) -> dict[str, Any]:
                 f"  repeat {repeat + 1}: "
                 + ", ".join(f"{place} {values[-1]:.0f} ms" for place, values in times.items())
             )
-        times |= reply_under_load(client, background, repeats)
+        assert runtime.background_server is not None, "a local runtime has one"
+        times |= reply_under_load(client, background, runtime.background_server.pause, repeats)
         server = runtime.server_name
     return {"server": server} | {f"{p}_ms": percentiles(values) for p, values in times.items()}
 
@@ -162,6 +178,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         **figures,
         "speedup": figures["same_server_ms"]["p50"] / figures["background_ms"]["p50"],
         "busy_slowdown": figures["reply_busy_ms"]["p50"] / figures["reply_idle_ms"]["p50"],
+        "paused_slowdown": figures["reply_paused_ms"]["p50"] / figures["reply_idle_ms"]["p50"],
     }
     if args.json:
         print(json.dumps(report))
@@ -175,11 +192,13 @@ def main(argv: Sequence[str] | None = None) -> int:
         ("background", "next turn's first piece, after an extraction on the background server"),
         ("reply_idle", f"a whole {REPLY_TOKENS}-token reply, background server idle"),
         ("reply_busy", f"a whole {REPLY_TOKENS}-token reply, background server busy"),
+        ("reply_paused", f"a whole {REPLY_TOKENS}-token reply, background server paused"),
     ):
         shown = figures[f"{place}_ms"]
         print(f"| {label} | {shown['p50']:.0f} | {shown['p95']:.0f} | {shown['max']:.0f} |")
     print(f"speedup (p50, same server / background server): {report['speedup']:.1f}x")
     print(f"busy / idle reply (p50): {report['busy_slowdown']:.2f}x")
+    print(f"paused / idle reply (p50): {report['paused_slowdown']:.2f}x")
     return 0
 
 

@@ -41,12 +41,19 @@ class ForegroundGate:
         # Set when the service closes: background work in flight (a graph extraction can
         # take half a minute on a small machine) is abandoned rather than waited for.
         self.closing = threading.Event()
+        # Told when the first reply begins (True) and the last one ends (False).
+        self._listeners: list[Callable[[bool], None]] = []
+
+    def listen(self, listener: Callable[[bool], None]) -> None:
+        self._listeners.append(listener)
 
     @contextmanager
     def foreground(self) -> Iterator[None]:
         with self._idle:
             self._active += 1
             self.preempt.set()
+            if self._active == 1:
+                self._tell(True)
         try:
             yield
         finally:
@@ -55,6 +62,11 @@ class ForegroundGate:
                 if self._active == 0:
                     self.preempt.clear()
                     self._idle.notify_all()
+                    self._tell(False)
+
+    def _tell(self, busy: bool) -> None:
+        for listener in self._listeners:
+            listener(busy)
 
     @property
     def busy(self) -> bool:

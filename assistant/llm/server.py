@@ -30,6 +30,8 @@ from typing import IO
 
 import openai
 
+from assistant.llm.server_child import PAUSE_SIGNAL, RESUME_SIGNAL
+
 HOST = "127.0.0.1"
 # An idle server exits on SIGTERM in about 0.4 s; one still writing a reply (a background
 # request abandoned at shutdown) waits for the reply's end, seconds more. It keeps no state,
@@ -143,6 +145,16 @@ class LocalLLMServer:
         )
         self._supervisor.start()
         return self.base_url
+
+    def pause(self, paused: bool) -> None:
+        """Pause (SIGSTOP) or resume llama-server, through its watchdog (server_child): a
+        paused server takes no core, and resumes by itself if never told to. llama-cpp-python's
+        server, run in the watchdog's own process, is not paused."""
+        process = self._process
+        if process is None or self.options.binary is None:
+            return
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(process.pid, PAUSE_SIGNAL if paused else RESUME_SIGNAL)
 
     def stop(self) -> None:
         self._stopping.set()

@@ -9,6 +9,12 @@ which then runs in this process.
 The parent stops the server on every orderly exit path; this watchdog covers the disorderly
 one (the parent killed with SIGKILL), so no server is ever left behind holding gigabytes.
 
+SIGUSR1 pauses llama-server (SIGSTOP) and SIGUSR2 resumes it (SIGCONT): the service pauses
+the background server while the user speaks or types and while a reply is written, so nothing
+in it shares a core with the turn. The pause is the watchdog's to keep, not the service's: a
+pause held longer than ``MAX_PAUSE_SECONDS`` ends by itself (a service stuck or gone must not
+leave a server frozen), and a server ended while paused is resumed first, so it exits.
+
 ``--idle`` runs the server at the lowest CPU priority there is (see ``lowest_priority``), set
 before any of its threads or its process exist so all of them inherit it: the background
 server then computes only while the cores are free. Closing a background request's stream does
@@ -21,6 +27,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import queue
 import runpy
 import signal
 import subprocess
@@ -33,6 +40,10 @@ from pathlib import Path
 POLL_SECONDS = 0.25
 # How long the server gets to exit on SIGTERM once the parent is gone, before SIGKILL.
 ORPHAN_GRACE_SECONDS = 2.0
+# The longest a pause lasts if the parent never ends it (a reply runs a minute at most).
+MAX_PAUSE_SECONDS = 120.0
+PAUSE_SIGNAL = signal.SIGUSR1
+RESUME_SIGNAL = signal.SIGUSR2
 
 
 def lowest_priority() -> None:
@@ -58,12 +69,59 @@ def _watch_parent(parent_pid: int, on_orphaned: Callable[[], None]) -> None:
     os._exit(0)
 
 
+class _Pause:
+    """The server's pause: SIGSTOP on ``PAUSE_SIGNAL``, SIGCONT on ``RESUME_SIGNAL`` or after
+    ``MAX_PAUSE_SECONDS``. The signal handlers only queue the signal (``SimpleQueue.put`` is
+    safe in one); a thread of its own acts on them in order."""
+
+    def __init__(self) -> None:
+        self._server: subprocess.Popen[bytes] | None = None
+        self._signals: queue.SimpleQueue[int] = queue.SimpleQueue()
+
+    def attach(self, server: subprocess.Popen[bytes]) -> None:
+        """Act on the signals, those that came before ``server`` started too."""
+        self._server = server
+        threading.Thread(target=self._run, name="pause", daemon=True).start()
+
+    def signal(self, signum: int, _frame: object = None) -> None:
+        self._signals.put(signum)
+
+    def release(self) -> None:
+        self._send(signal.SIGCONT)
+
+    def _run(self) -> None:
+        paused_until: float | None = None
+        while True:
+            wait = None if paused_until is None else max(paused_until - time.monotonic(), 0)
+            try:
+                signum = self._signals.get(timeout=wait)
+            except queue.Empty:
+                signum = RESUME_SIGNAL
+            if signum == PAUSE_SIGNAL:
+                paused_until = time.monotonic() + MAX_PAUSE_SECONDS
+                self._send(signal.SIGSTOP)
+            else:
+                paused_until = None
+                self._send(signal.SIGCONT)
+
+    def _send(self, signum: int) -> None:
+        if self._server is not None:
+            with contextlib.suppress(ProcessLookupError):
+                self._server.send_signal(signum)
+
+
 def _run_binary(command: list[str], parent_pid: int) -> int:
     """Run llama-server as this process's child (same session, so same autogroup and
-    priority); end it when the parent goes, pass SIGTERM and SIGINT on, return its code."""
+    priority); end it when the parent goes, pass SIGTERM and SIGINT on, pause and resume it
+    on SIGUSR1 and SIGUSR2, return its code."""
+    pause = _Pause()
+    signal.signal(PAUSE_SIGNAL, pause.signal)
+    signal.signal(RESUME_SIGNAL, pause.signal)
     server = subprocess.Popen(command, stdin=subprocess.DEVNULL)
+    pause.attach(server)
 
     def end_server() -> None:
+        pause.release()  # a stopped process does not act on SIGTERM
         with contextlib.suppress(ProcessLookupError):
             server.terminate()
         try:
@@ -74,6 +132,7 @@ def _run_binary(command: list[str], parent_pid: int) -> int:
     def forward(signum: int, _frame: object) -> None:
         with contextlib.suppress(ProcessLookupError):
             server.send_signal(signum)
+        pause.release()
 
     signal.signal(signal.SIGTERM, forward)
     signal.signal(signal.SIGINT, forward)
@@ -90,6 +149,9 @@ def main(argv: list[str]) -> None:
     if not rest or rest[0] != "--" or len(rest) < 2:
         raise SystemExit(usage)
     parent_pid = int(argv[0])
+    # Until a server that can be paused runs, a pause is ignored (SIGUSR1 would end us).
+    for signum in (PAUSE_SIGNAL, RESUME_SIGNAL):
+        signal.signal(signum, signal.SIG_IGN)
     if os.getppid() != parent_pid:
         raise SystemExit(0)
     if idle:

@@ -11,6 +11,7 @@ import threading
 
 from assistant.agent.core_memory import CoreMemoryError
 from assistant.llm.client import LLMError
+from assistant.llm.pausing import BackgroundPause
 from assistant.llm.priority import BackgroundLLM, ForegroundGate
 from assistant.llm.runtime import LLMRuntime
 from assistant.llm.server import LLMServerError, ServerStatus, StatusCallback
@@ -49,6 +50,21 @@ class LLMs:
         self.gate = ForegroundGate()
         self.runtime: LLMRuntime | None = None
         self._switching = threading.Lock()
+        self.pause: BackgroundPause | None = None
+        if settings.llm.pause_background:
+            self.pause = BackgroundPause(self._pause_background)
+            self.gate.listen(self.pause.foreground)
+
+    def user_active(self) -> None:
+        """The user is speaking or typing: the background server waits (``BackgroundPause``)."""
+        if self.pause is not None:
+            self.pause.user_active()
+
+    def _pause_background(self, paused: bool) -> None:
+        runtime = self.runtime
+        server = runtime.background_server if runtime is not None else None
+        if server is not None:
+            server.pause(paused)
 
     def for_background(self) -> BackgroundLLM:
         """Background work's LLM, giving way to the conversation."""
@@ -122,6 +138,8 @@ class LLMs:
 
     def close(self) -> None:
         """Stop the LLM servers (``close_session`` first lets go of background work)."""
+        if self.pause is not None:
+            self.pause.close()
         if self.runtime is not None:
             self.runtime.close()
 

@@ -127,6 +127,7 @@ class AssistantService:
             self._draft,
             lambda turn, heard: self.turns.cut(turn, heard),
             lambda: self.turns.last,
+            hearing=lambda: self.llms.user_active(),
         )
         self.memory = MemoryRelay(
             self.opening,
@@ -365,6 +366,7 @@ class AssistantService:
         """Words being typed or spoken: a heartbeat's turn under way stops, and the draft is
         read ahead."""
         self.turns.user_active()
+        self.llms.user_active()
         self.drafts.read(text, speculate)
 
     def _cancel(self, client: Client, request: Cancel) -> None:

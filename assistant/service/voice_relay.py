@@ -52,10 +52,12 @@ class VoiceRelay:
         read_draft: Callable[[str, bool], None],
         cut: Callable[[int, str], None],
         last_turn: Callable[[], int],
+        hearing: Callable[[], None] = lambda: None,
     ) -> None:
         """``accept`` queues what was heard as a turn, ``read_draft`` reads words heard so
         far ahead, ``cut`` is told which turn's spoken reply the user cut off and what they
-        heard of it, ``last_turn`` is the newest turn's number."""
+        heard of it, ``last_turn`` is the newest turn's number, ``hearing`` that the user
+        began to speak."""
         self.settings = settings
         self.bridge = bridge
         self.broadcast = broadcast
@@ -63,6 +65,7 @@ class VoiceRelay:
         self.read_draft = read_draft
         self.on_cut = cut
         self.last_turn = last_turn
+        self.hearing = hearing
         self.status = Voice(state="off", mode=settings.voice.mode, text="voice is off")
         if bridge is not None:
             self.status = Voice(state="starting", mode=settings.voice.mode)
@@ -149,6 +152,8 @@ class VoiceRelay:
     def on_event(self, event: object) -> None:
         match event:
             case StateChanged():
+                if event.state == "hearing":
+                    self.hearing()
                 self._set(state=event.state)
             case LevelChanged():
                 self._set(level_dbfs=event.dbfs)
