@@ -114,11 +114,16 @@ def reply_under_load(
             {"role": "user", "content": f"Tell me about Porto ({repeat})."},
         ]
         times["reply_idle"].append(whole_reply_ms(client, asked))
-        for place, city in (("reply_busy", "Leeds"), ("reply_paused", "Lisbon")):
+        # The same question both ways (a reply's length sets its time), in turn first.
+        places = (
+            ("reply_busy", "reply_paused") if repeat % 2 == 0 else ("reply_paused", "reply_busy")
+        )
+        for place in places:
             worker = threading.Thread(target=long_background_request, args=(background, repeat))
             worker.start()
             time.sleep(0.2)  # the background server is reading when the reply is asked
-            asked = [*prompt, {"role": "user", "content": f"Tell me about {city} ({repeat})."}]
+            question = f"Tell me about Leeds ({repeat}, {place.removeprefix('reply_')})."
+            asked = [*prompt, {"role": "user", "content": question}]
             if place == "reply_paused":
                 with gate.foreground():
                     times[place].append(whole_reply_ms(client, asked))

@@ -200,8 +200,13 @@ def test_an_overflow_while_a_summary_is_written_waits_for_it(stores: Stores) -> 
     fill(agent)
     model.replies = [overflow, say("Still here.")]
     model.calls.clear()
-    threading.Timer(0.5, background.release.set).start()
+    # The background server is not paused while the turn waits on it (pausing.py): the
+    # summary comes once the gate says the turn no longer holds the cores.
+    holds: list[bool] = []
+    agent.gate.listen(holds.append)
+    agent.gate.listen(lambda held: None if held else background.release.set())
     turn = agent.respond(UserText("One more."))
+    assert holds == [True, False, True, False]
     assert turn.flushed and turn.reply == "Still here."
     assert agent.context.summary == background.summary and not model.summaries
     retried = model.calls[-1]

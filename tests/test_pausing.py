@@ -60,6 +60,22 @@ def test_a_reply_and_the_users_last_words_hold_the_pause() -> None:
     assert calls[-1] is False, "closed: never paused again"
 
 
+def test_a_reply_waiting_on_background_work_lets_it_run() -> None:
+    """A turn whose window filled waits for the summary the background server writes: paused
+    then, the two would wait on each other."""
+    calls: list[bool] = []
+    gate = ForegroundGate()
+    gate.listen(BackgroundPause(calls.append).foreground)
+    with gate.foreground():
+        with gate.background_needed():
+            assert calls == [True, False]
+        assert calls == [True, False, True]
+    assert calls[-1] is False
+    with gate.background_needed():  # no reply under way: nothing to tell
+        pass
+    assert calls == [True, False, True, False]
+
+
 def watched(parent_pid: int) -> subprocess.Popen[bytes]:
     """The watchdog running ``sleep`` as its server, for the parent ``parent_pid``."""
     command = [sys.executable, "-m", "assistant.llm.server_child", str(parent_pid)]

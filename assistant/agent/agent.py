@@ -76,7 +76,7 @@ class Agent:
         self.heard = ""
         self.replies = RecentReplies()
         replies = self.replies
-        self.window = WindowKeeper(context, llm, compactor, context_path)
+        self.window = WindowKeeper(context, llm, compactor, context_path, self.gate)
         self.journal = Journal(stores, context, self.window.lock, conversation_id)
         self.memories = ShownMemories(stores, context, config)
         self.feedback = ReplyFeedback(stores.stream)

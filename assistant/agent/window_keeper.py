@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import logging
 import threading
+from contextlib import nullcontext
 from pathlib import Path
 
 from assistant.agent.compaction import SUMMARY_WORDS, CompactionStart, Compactor, summarise
@@ -14,6 +15,7 @@ from assistant.agent.context import ContextWindow, ahead_of_a_turn
 from assistant.agent.context_store import save_context
 from assistant.llm.client import LLMError
 from assistant.llm.messages import Message
+from assistant.llm.priority import ForegroundGate
 from assistant.llm.protocols import AgentLLM
 
 log = logging.getLogger(__name__)
@@ -30,9 +32,12 @@ class WindowKeeper:
         llm: AgentLLM,
         compactor: Compactor | None = None,
         context_path: Path | None = None,
+        gate: ForegroundGate | None = None,
     ) -> None:
+        """``gate``: told when a turn waits on the background server (it is not paused then)."""
         self.context = context
         self.llm = llm
+        self.gate = gate or ForegroundGate()
         # Summarises the oldest messages off the reply path (None: only the blocking flush).
         self.compactor = compactor
         if compactor is not None:
@@ -82,8 +87,9 @@ class WindowKeeper:
         compactor = self.compactor
         if compactor is None or not compactor.busy:
             return False
-        if not compactor.wait(COMPACTION_WAIT_S):
-            return False
+        with self.gate.background_needed():
+            if not compactor.wait(COMPACTION_WAIT_S):
+                return False
         return self.swap_in_compaction(before)
 
     def flush(self, before: Message | None) -> bool:
@@ -99,7 +105,9 @@ class WindowKeeper:
             return False
         # On the background server where there is one: the conversation's keeps its cache.
         ask = self.compactor.ask if self.compactor is not None else self._ask_summary
-        summary = summarise(ask, self.context.summary, evicted)
+        apart = self.gate.background_needed() if self.compactor is not None else nullcontext()
+        with apart:
+            summary = summarise(ask, self.context.summary, evicted)
         self.context.add_summary(summary, before=before)
         self._warned = False
         log.info("evicted %d messages into the summary", len(evicted))

@@ -41,8 +41,11 @@ class ForegroundGate:
         # Set when the service closes: background work in flight (a graph extraction can
         # take half a minute on a small machine) is abandoned rather than waited for.
         self.closing = threading.Event()
-        # Told when the first reply begins (True) and the last one ends (False).
+        # Told whether a reply now holds the cores: one is under way and is not itself
+        # waiting on background work.
         self._listeners: list[Callable[[bool], None]] = []
+        self._needed = 0
+        self._told = False
 
     def listen(self, listener: Callable[[bool], None]) -> None:
         self._listeners.append(listener)
@@ -52,8 +55,7 @@ class ForegroundGate:
         with self._idle:
             self._active += 1
             self.preempt.set()
-            if self._active == 1:
-                self._tell(True)
+            self._tell()
         try:
             yield
         finally:
@@ -62,11 +64,29 @@ class ForegroundGate:
                 if self._active == 0:
                     self.preempt.clear()
                     self._idle.notify_all()
-                    self._tell(False)
+                self._tell()
 
-    def _tell(self, busy: bool) -> None:
+    @contextmanager
+    def background_needed(self) -> Iterator[None]:
+        """A reply waits on background work (a summary the window needs): the cores are the
+        background's meanwhile."""
+        with self._idle:
+            self._needed += 1
+            self._tell()
+        try:
+            yield
+        finally:
+            with self._idle:
+                self._needed -= 1
+                self._tell()
+
+    def _tell(self) -> None:
+        holds = self._active > 0 and self._needed == 0
+        if holds == self._told:
+            return
+        self._told = holds
         for listener in self._listeners:
-            listener(busy)
+            listener(holds)
 
     @property
     def busy(self) -> bool:
