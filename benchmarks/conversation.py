@@ -18,6 +18,9 @@ At the end of each conversation the core memory's human block is read: ``core_ke
 the facts a conversation lists under ``core`` (a diet, an allergy, a partner's name) found there.
 
 ``--set KEY=VALUE`` passes other settings to every service (``llm.no_repeat=0.8``).
+``--lived-in`` starts every conversation in a copy of the profile's lived-in folder
+(benchmarks/lived_in.py: thousands of memories, a conversation already compacted) instead of
+an empty one.
 ``--designs`` runs each conversation under each reply design (``agent.reply_design``; the
 app's own choice when not given), and the report's keys become ``<profile>:<design>``.
 
@@ -148,8 +151,10 @@ async def run_conversation(
     timeout_s: float,
     logs: Path | None = None,
     extra: dict[str, str] | None = None,
+    lived: Path | None = None,
 ) -> tuple[list[TurnResult], str]:
-    """Each message typed to a fresh service; the results and the human block at the end."""
+    """Each message typed to a fresh service (in a copy of the ``lived`` folder: lived_in.py);
+    the results and the human block at the end."""
     from assistant.clients.connection import ServiceClient
     from assistant.config import load_config
     from assistant.protocol.conversation import Stop
@@ -158,6 +163,10 @@ async def run_conversation(
     config_file = root / "config.toml"
     config_file.write_text("", encoding="utf-8")
     data_dir = root / "data"
+    if lived is not None and not data_dir.exists():
+        from benchmarks.lived_in import copy_into
+
+        copy_into(lived, data_dir)
     flags = {
         "profile": profile,
         "data_dir": str(data_dir),
@@ -359,7 +368,13 @@ def bench_profile(
     turn_log: Path | None,
     logs: Path | None = None,
     extra: dict[str, str] | None = None,
+    lived_in: bool = False,
 ) -> dict[str, Any]:
+    lived = None
+    if lived_in:
+        from benchmarks.lived_in import lived_in as lived_folder
+
+        lived = lived_folder(profile)
     results: list[TurnResult] = []
     kept: list[tuple[int, int]] = []
     for conversation in conversations:
@@ -369,7 +384,7 @@ def bench_profile(
             log(f"{profile} {design or ''}: {conversation.name} ({len(conversation.cases)} turns)")
             done, human = asyncio.run(
                 run_conversation(
-                    profile, design, conversation, Path(folder), timeout_s, logs, extra
+                    profile, design, conversation, Path(folder), timeout_s, logs, extra, lived
                 )
             )
         results += done
@@ -397,6 +412,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         "--set", nargs="*", default=[], metavar="KEY=VALUE", help="other settings (all runs)"
     )
     parser.add_argument("--logs", type=Path, default=None, help="keep each service log here")
+    parser.add_argument(
+        "--lived-in", action="store_true", help="start each conversation in a lived-in folder"
+    )
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args(argv)
     conversations = load(args.half, args.only)
@@ -408,9 +426,17 @@ def main(argv: Sequence[str] | None = None) -> int:
     for profile in args.profiles:
         for design in designs:
             figures = bench_profile(
-                profile, design, conversations, args.turn_timeout_s, args.log, args.logs, extra
+                profile,
+                design,
+                conversations,
+                args.turn_timeout_s,
+                args.log,
+                args.logs,
+                extra,
+                args.lived_in,
             )
             figures["half"] = args.half
+            figures["lived_in"] = args.lived_in
             figures["conversations"] = len(conversations)
             report[profile if design is None else f"{profile}:{design}"] = figures
     if args.json:
