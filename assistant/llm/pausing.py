@@ -50,7 +50,8 @@ class BackgroundPause:
         return self._paused
 
     def foreground(self, busy: bool) -> None:
-        """A reply began (``busy``) or the last one under way ended."""
+        """Whether a reply now holds the cores (``ForegroundGate``: one is under way and is
+        not itself waiting on background work)."""
         with self._lock:
             self._busy = busy
             self._update()
