@@ -194,3 +194,44 @@ def test_the_background_server_waits_out_a_reply_and_then_answers(
         assert wait_until(lambda: stopped(background_pid), 5), "paused while the user types"
     finally:
         llms.close()
+
+
+@pytest.mark.slow
+def test_a_pause_asked_while_the_server_starts_waits_until_it_answers(
+    fast_settings: Settings, tmp_path: Path
+) -> None:
+    """The user types while the background server is still starting: the pause must not
+    reach its watchdog before Python has set its handlers (SIGUSR1 would end it, and the
+    background work would fall back on the conversation's server); it is applied once the
+    server answers, and lifted as usual."""
+    from assistant.llm.runtime import llama_server_binary
+    from assistant.llm.server import LocalLLMServer, ServerOptions
+    from assistant.model_paths import ProfileModels
+
+    binary = llama_server_binary(None)
+    assert binary is not None, "the install step builds llama-server"
+    server = LocalLLMServer(
+        ServerOptions(
+            gguf=ProfileModels(fast_settings).llm().gguf,
+            model_alias="t",
+            binary=binary,
+            log_path=tmp_path / "server.log",
+        )
+    )
+    started = threading.Thread(target=server.start)
+    started.start()
+    try:
+        assert wait_until(lambda: server.pid is not None, 10)
+        for _ in range(20):  # while Python in the watchdog is still starting
+            server.pause(True)
+            time.sleep(0.005)
+        started.join(timeout=120)
+        watchdog = server.pid
+        assert watchdog is not None and is_running(watchdog), "the pause did not end it"
+        llama = process_tree(watchdog)[-1]
+        assert llama != watchdog and wait_until(lambda: stopped(llama), 5)
+        server.pause(False)
+        assert wait_until(lambda: not stopped(llama), 5)
+    finally:
+        started.join(timeout=120)
+        server.stop()

@@ -120,6 +120,10 @@ class LocalLLMServer:
         self._lock = threading.Lock()
         self._restarts = 0
         self._supervisor: threading.Thread | None = None
+        # Whether the server answers (its watchdog then handles the pause signals: before
+        # Python has set its handlers, SIGUSR1 would end it), and whether it is to be paused.
+        self._answering = False
+        self._paused = False
 
     @property
     def base_url(self) -> str:
@@ -150,7 +154,13 @@ class LocalLLMServer:
         """Pause (SIGSTOP) or resume llama-server, through its watchdog (server_child): a
         paused server takes no core, and resumes by itself if never told to. llama-cpp-python's
         server, run in the watchdog's own process, is not paused."""
-        process = self._process
+        with self._lock:
+            self._paused = paused
+            process = self._process if self._answering else None
+        self._signal_pause(process, paused)
+
+    def _signal_pause(self, process: subprocess.Popen[bytes] | None, paused: bool) -> None:
+        """Tell the watchdog (only once the server answers: see ``_answering``)."""
         if process is None or self.options.binary is None:
             return
         with contextlib.suppress(ProcessLookupError):
@@ -288,6 +298,7 @@ class LocalLLMServer:
                 if not isinstance(log, int):
                     log.close()
                 raise LLMServerError("LLM server was stopped while starting")
+            self._answering = False
             # A new session: the terminal's Ctrl-C reaches only the app, which stops us in order.
             self._process = subprocess.Popen(
                 self._command(),
@@ -323,6 +334,11 @@ class LocalLLMServer:
                 except openai.APIError:
                     time.sleep(0.2)
                     continue
+                with self._lock:
+                    self._answering = True
+                    paused = self._paused
+                if paused:  # asked while it started
+                    self._signal_pause(process, True)
                 self._notify(ServerState.READY, f"LLM server ready at {self.base_url}")
                 return
         finally:
