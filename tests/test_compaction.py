@@ -16,12 +16,19 @@ from typing import Any
 import pytest
 
 from assistant.agent.agent import Agent
-from assistant.agent.compaction import SUMMARY_SCHEMA, Compactor, cut_summary, json_summariser
+from assistant.agent.compaction import (
+    SUMMARY_SCHEMA,
+    Compactor,
+    cut_summary,
+    json_summariser,
+    summarise,
+    summary_prompt,
+)
 from assistant.agent.context import ContextConfig, ContextWindow, is_summary_note, transcript
 from assistant.agent.context_store import load_context, save_context
 from assistant.agent.events import UserText
 from assistant.agent.instructions import instructions
-from assistant.agent.tools import Stores
+from assistant.agent.tools import MEMORIES_HEAD, Stores
 from assistant.agent.turn import AgentConfig
 from assistant.agent.wiring import CONTEXT_FILE, open_agent, open_stores
 from assistant.llm.client import LLMClient, LLMContextOverflow, LLMReplyError
@@ -336,6 +343,24 @@ def test_a_compaction_takes_the_last_summary_note_with_the_oldest_messages(
     assert not is_summary_note(context.fifo[context.eviction_count() - 1])
 
 
+def test_a_summary_is_written_from_the_conversation_not_the_memories_shown_with_it(
+    stores: Stores,
+) -> None:
+    """Another person's life read in a retrieved memory is not the user's: the summary
+    prompt holds the messages, and the memory notes shown with them stay in the store."""
+    stores.stream.add("Odile: my brother races pigeons in Lille every spring.")
+    model = ScriptedStream(say("Good luck with the kiln."), say("Enjoy the glaze."))
+    context = ContextWindow(instructions(), stores.core, ContextConfig(window_tokens=8192))
+    agent = Agent(model, stores, context, AgentConfig(retrieved_memories=3, least_similarity=0.0))
+    agent.respond(UserText("I fire my pottery kiln tomorrow; my brother helps."))
+    agent.respond(UserText("The glaze I chose is a pale celadon."))
+    assert any(m["content"].startswith(MEMORIES_HEAD) for m in context.fifo)
+    prompt = summary_prompt("", context.fifo)[1]["content"]
+    assert "kiln tomorrow" in prompt and "pale celadon" in prompt
+    assert "pigeons" not in prompt and MEMORIES_HEAD not in prompt
+    stores.stream.close()
+
+
 def test_a_window_saved_with_the_summary_on_top_opens_with_it_as_a_note(
     stores: Stores, tmp_path: Path
 ) -> None:
@@ -356,6 +381,20 @@ def test_a_window_saved_with_the_summary_on_top_opens_with_it_as_a_note(
         {"role": "system", "content": "[summary of the earlier conversation]\nSid moved to Luton."},
         {"role": "user", "content": "Hello again."},
     ]
+
+
+def test_a_summary_that_says_a_sentence_over_and_over_keeps_it_once() -> None:
+    looping = "Tam fixed the gate. " + "The dog ran off twice, and Tam found him. " * 9
+    asked: list[list[Message]] = []
+
+    def ask(prompt: list[Message]) -> str:
+        asked.append(prompt)
+        return looping + "The dog"
+
+    summary = summarise(ask, "", [{"role": "user", "content": "Our dog ran off again."}])
+    assert summary == "Tam fixed the gate. The dog ran off twice, and Tam found him. The dog"
+    lines = "Tam fixed the gate.\nHis dog ran off."
+    assert summarise(lambda prompt: lines, "", []) == lines, "kept as written when none repeats"
 
 
 def test_a_summary_cut_off_by_the_token_limit_keeps_its_whole_sentences() -> None:

@@ -55,7 +55,7 @@ def summary_prompt(previous: str, evicted: Sequence[Message]) -> list[Message]:
 def summarise(ask: Summariser, previous: str, evicted: Sequence[Message]) -> str:
     """The new recursive summary; the messages' opening lines where the LLM gives none."""
     try:
-        summary = ask(summary_prompt(previous, evicted))
+        summary = once_each(ask(summary_prompt(previous, evicted)))
     except LLMError as error:
         log.warning("summary failed (%s); keeping the messages' opening lines instead", error)
         summary = ""
@@ -63,6 +63,16 @@ def summarise(ask: Summariser, previous: str, evicted: Sequence[Message]) -> str
         lines = [previous, *(m["content"][:160] for m in evicted)]
         summary = "\n".join(line for line in lines if line)[-SUMMARY_INPUT_CHARS // 4 :]
     return summary.strip()
+
+
+def once_each(summary: str) -> str:
+    """The summary with each sentence kept once: the 0.5B model can write one sentence over
+    and over until the token limit, and a summary is in every prompt from then on."""
+    sentences = re.split(r"(?<=[.!?])\s+", summary.strip())
+    kept: dict[str, str] = {}
+    for sentence in sentences:
+        kept.setdefault(" ".join(sentence.lower().split()), sentence)
+    return " ".join(kept.values()) if len(kept) < len(sentences) else summary.strip()
 
 
 def json_summariser(llm: CancellableJsonLLM) -> Summariser:

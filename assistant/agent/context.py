@@ -25,6 +25,8 @@ from assistant.llm.tokens import TokenCounter, estimate_tokens
 # Chat templates add a few tokens around every message.
 MESSAGE_OVERHEAD_TOKENS = 6
 SUMMARY_HEAD = "[summary of the earlier conversation]"
+# How the block of memories retrieved for an event opens.
+MEMORIES_HEAD = "What you remember that may bear on this message"
 # A compaction takes the oldest messages through the last summary note when that note lies in
 # this share of the FIFO's tokens, so the old summary leaves view as the new one comes in.
 THROUGH_SUMMARY_SHARE = 0.75
@@ -229,7 +231,18 @@ def ahead_of_a_turn(messages: Sequence[Message]) -> list[Message]:
     return [*messages, {"role": "user", "content": "…"}]
 
 
+def is_memories_note(message: Message) -> bool:
+    return message["role"] == "system" and message["content"].startswith(MEMORIES_HEAD)
+
+
 def transcript(messages: Sequence[Message]) -> str:
-    """The messages as lines of text for a summary (earlier summaries left out: the summary
-    so far is given on its own)."""
-    return "\n".join(f"{m['role']}: {m['content']}" for m in messages if not is_summary_note(m))
+    """The messages as lines of text for a summary. Earlier summaries are left out (the
+    summary so far is given on its own), and so are the memories retrieved for each message:
+    they stay in the memory store, and summarised with the conversation they became part of
+    it (with thousands of memories, the small model summarised other people's lives read in
+    them as the user's)."""
+    return "\n".join(
+        f"{m['role']}: {m['content']}"
+        for m in messages
+        if not is_summary_note(m) and not is_memories_note(m)
+    )

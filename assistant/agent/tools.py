@@ -10,6 +10,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from assistant.agent.context import MEMORIES_HEAD
 from assistant.agent.core_memory import CoreMemory
 from memory.archival import ArchivalChunk, ArchivalStore
 from memory.graph.search import graph_search
@@ -158,8 +159,6 @@ UNKNOWN_PATTERN = "^I don't know[^\"]*$"
 # line break inside the string is read (actions.py). Nor may it end on a line break: a first
 # line ending in a comma and a line break was closed there.
 COMPOSED_PATTERN = r'^[^"]*[^",:; \t\n\r]$'
-# How the block of memories retrieved for an event opens.
-MEMORIES_HEAD = "What you remember that may bear on this message"
 
 
 def memories_block(records: Sequence[MemoryRecord]) -> str:
