@@ -75,6 +75,17 @@ def test_a_later_sentence_of_an_earlier_reply_is_dropped_but_not_the_first() -> 
     assert said == "What will you plant there next? I'd try tulips."
 
 
+def test_an_earlier_replys_last_words_with_no_full_stop_are_not_said_again() -> None:
+    from assistant.agent.checks.loops import LoopStop
+    from assistant.agent.checks.recent import RecentReplies
+
+    earlier = RecentReplies(["Nice! (picture of a cat asleep on a warm laptop)"]).sentences()
+    assert earlier[-1] == "(picture of a cat asleep on a warm laptop)"
+    loop = LoopStop(earlier)
+    shown = loop.feed("Lovely. (picture of a cat asleep on a warm laptop)") + loop.flush()
+    assert shown == "Lovely. " and loop.dropped
+
+
 def test_a_short_reply_is_not_said_again_whole_but_one_word_may_be() -> None:
     from assistant.agent.checks.recent import RecentReplies
 

@@ -83,7 +83,7 @@ def test_a_re_ask_found_while_flushing_ends_the_flush_there(asking: int) -> None
 
 
 def test_the_order_is_declared_once_and_the_settings_name_the_same_checks() -> None:
-    assert NAMES == ("grounding", "opening", "diet", "loops", "perspective", "echo")
+    assert NAMES == ("grounding", "asides", "opening", "diet", "loops", "perspective", "echo")
     assert set(get_args(ReplyCheck)) == set(NAMES)
     assert Settings().agent.reply_checks == list(NAMES)
     assert AgentConfig().reply_checks == NAMES
@@ -113,6 +113,7 @@ LOOP = "Red lentils cook fast. " * 3
 VOICE = "I have red lentils and rice at home. "
 COPY = "Lovely, a quiet evening in sounds just right. "
 PLAIN = "Red lentil soup with rice would be quick. "
+ASIDE = "[shares a photo: a pot of lentil soup]"
 
 
 def run(text: str, form: ReplyForm = FORM, enabled: tuple[str, ...] = NAMES) -> ReplyChecks:
@@ -185,6 +186,35 @@ def test_the_re_ask_s_form_disarms_the_check_that_asked(text: str, asker: str) -
     assert first.reask is not None and first.reask.name == asker
     again = run(text, first.reask.reasked(FORM))
     assert again.reask is None
+
+
+@pytest.mark.parametrize(
+    ("pieces", "said"),
+    [
+        (["Great! [sends a ", "picture of a dog] Dogs are lovely."], "Great! Dogs are lovely."),
+        (["[Your name]", " will be there at 3."], "will be there at 3."),
+        (["See [the guide](https", "://example.org) first."], None),
+        (["Done. [note to self: ask again"], "Done. "),
+        (["Lists [1] and [2] differ."], "Lists and differ."),
+    ],
+)
+def test_a_bracketed_aside_is_left_out_as_it_streams(pieces: list[str], said: str | None) -> None:
+    from assistant.agent.checks.asides import AsideDrop
+
+    check = AsideDrop.for_step(FORM, SEEN)
+    shown = "".join(check.feed(piece) for piece in pieces) + check.flush()
+    assert shown == (said if said is not None else "".join(pieces))
+    assert check.verdict is (Verdict.PASS if said is None else Verdict.TRIM)
+
+
+def test_an_aside_is_left_out_of_small_talk_and_stops_an_answer_about_the_user() -> None:
+    chat = run(PLAIN + ASIDE + " Enjoy it!", ReplyForm())
+    assert shown(chat) == PLAIN + "Enjoy it!"
+    assert [c.name for c in chat.checks if c.verdict is not Verdict.PASS] == ["asides"]
+    # Grounding looks first: in an answer about what the user told, a bracket may be a
+    # template's blank, and the answer stops before it.
+    told = run(PLAIN + ASIDE + " Enjoy it!")
+    assert shown(told) == PLAIN.strip() and told.checks[0].verdict is Verdict.STOP
 
 
 def test_a_check_left_out_of_the_settings_does_not_run() -> None:

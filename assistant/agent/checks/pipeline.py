@@ -2,7 +2,8 @@
 
 Each piece of the reply goes through every check in ``ORDER``, each seeing what the ones
 before it let through: the grounding check first (an invented fact is cut before anything else
-looks at it), then the opening guard, the diet, the loop stop, and last the two turns of person
+looks at it; it asks again for a template's "[blank]"), then the bracketed asides left out,
+the opening guard, the diet, the loop stop, and last the two turns of person
 (the only ones that change words, so the others compare what the model wrote): an answer about
 the user opening in their voice, then the user's own words said back. At the end of
 the reply each check in turn gives up what it held, and that too goes through those after it.
@@ -17,6 +18,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Iterable, Sequence
 
+from assistant.agent.checks.asides import AsideDrop
 from assistant.agent.checks.check import Check, Seen, Verdict
 from assistant.agent.checks.diet import DietCheck
 from assistant.agent.checks.echo import EchoTurn
@@ -30,6 +32,7 @@ log = logging.getLogger(__name__)
 
 ORDER: tuple[type[Check], ...] = (
     GroundCheck,
+    AsideDrop,
     OpeningGuard,
     DietCheck,
     LoopStop,
