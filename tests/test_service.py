@@ -82,6 +82,22 @@ async def test_two_clients_share_one_conversation(
             await client.close()
 
 
+async def test_a_reply_end_says_when_each_stage_of_its_turn_happened(
+    loaded_for: Callable[..., LoadedConfig], start_service: Callable[..., InProcess]
+) -> None:
+    with scripted_endpoint("stream", action("Bergen gets a lot of rain.")) as (url, _):
+        loaded = loaded_for(**{"llm.base_url": url})
+        start_service(loaded)
+        client = await ServiceClient.connect(loaded, "tui", start=False)
+        await client.send(Say(text="Does it rain much in Bergen?"))
+        end = (await until(client, reply_end))[-1]
+        assert isinstance(end, ReplyEnd) and end.error is None
+        order = ["started", "memories", "prompt_sent", "first_text", "first_word", "reply_end"]
+        assert list(sorted(end.stages_ms, key=end.stages_ms.__getitem__)) == order
+        assert all(0 <= ms < 60_000 for ms in end.stages_ms.values())
+        await client.close()
+
+
 async def test_socket_is_private_and_one_service_owns_the_folder(
     loaded_for: Callable[..., LoadedConfig],
     start_service: Callable[..., InProcess],

@@ -30,6 +30,7 @@ from voice.loop import (
 )
 from voice.speech_out import ChunkConfig, ReplySpeech, SentenceChunker, speakable
 from voice.stt import SpeechToText, Transcript, WhisperSTT, not_heard
+from voice.timing import Timings
 from voice.tts import PiperTTS
 from voice.turn_end import SmartTurn, TurnJudge
 from voice.vad import SileroVAD
@@ -164,6 +165,39 @@ def test_a_reply_plays_while_later_sentences_are_synthesised(fast_tts: PiperTTS)
 
 
 @pytest.mark.slow
+def test_the_first_content_sound_comes_after_an_acknowledgement(fast_tts: PiperTTS) -> None:
+    """A reply that opens with a fixed acknowledgement ("Okay.") before its words are ready:
+    its first sound is the acknowledgement, its first content sound the words after it; told
+    once, when the content is heard. A reply of the acknowledgement alone is told when it has
+    played out."""
+    for fed, content in ((["Okay.", " The kettle is on."], True), (["Okay."], False)):
+        device = SimulatedDevice(realtime=True, until_closed=True)
+        timings = Timings(end_of_speech=time.monotonic())
+        told: list[Timings] = []
+        speech = ReplySpeech(
+            fast_tts, device.play, timings=timings, on_first_audio=told.append, filler="Okay."
+        )
+        for piece in fed:
+            speech.feed(piece)
+        speech.finish()
+        assert speech.wait_synthesised(30)
+        frames = device.frames()
+        while not speech.done:
+            speech.played(next(frames).speech_played)
+        device.close()
+        assert len(told) == 1
+        assert timings.first_audio_out is not None
+        if content:
+            assert timings.first_content_audio_out is not None
+            acknowledgement = len(fast_tts.speak("Okay.").as_float(SAMPLE_RATE)) / SAMPLE_RATE
+            assert timings.first_content_audio_out - timings.first_audio_out >= (
+                0.8 * acknowledgement
+            )
+        else:
+            assert timings.first_content_audio_out is None
+
+
+@pytest.mark.slow
 def test_what_was_heard_is_what_was_played(fast_tts: PiperTTS) -> None:
     device = SimulatedDevice(realtime=False, until_closed=True)
     speech = ReplySpeech(fast_tts, device.play)
@@ -292,8 +326,10 @@ def test_a_question_is_heard_answered_and_cut_off_by_the_user(
         "first_word",
         "first_audio_synthesized",
         "first_audio_out",
+        "first_content_audio_out",
     ]
     assert list(stages.values()) == sorted(stages.values())
+    assert stages["first_content_audio_out"] == stages["first_audio_out"], "no acknowledgement"
 
     # The reply plays (counted in audio the loop has taken in, not in wall-clock time, which a
     # loaded machine stretches); its echo must not count as the user.

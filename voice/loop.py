@@ -106,7 +106,8 @@ class BargedIn:
 
 @dataclass(frozen=True)
 class FirstAudio:
-    """The reply's first sound left the speaker; ``timings`` has every stage so far."""
+    """The first sound of the reply's content left the speaker (after an acknowledgement it
+    opened with), or it played out with none; ``timings`` has every stage so far."""
 
     timings: Timings
 
@@ -214,9 +215,10 @@ class VoiceLoop:
         """The owner is working on a reply (shown as "thinking" while nothing plays)."""
         self._thinking = busy
 
-    def speak(self, timings: Timings | None = None) -> ReplySpeech:
-        """Start a reply: feed its text to the returned object as it streams, then finish it.
-        A reply still playing is cut off first."""
+    def speak(self, timings: Timings | None = None, filler: str = "") -> ReplySpeech:
+        """Start a reply: feed its text to the returned object as it streams, then finish it
+        (``filler``: a fixed phrase it may open with, not its content). A reply still playing
+        is cut off first."""
         self.stop_speaking()
         reply = ReplySpeech(
             self.tts,
@@ -224,6 +226,7 @@ class VoiceLoop:
             self.config.chunking,
             timings,
             on_first_audio=lambda t: self.on_event(FirstAudio(t)),
+            filler=filler,
         )
         with self._lock:
             self._reply = reply

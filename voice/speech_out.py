@@ -152,7 +152,12 @@ class ReplySpeech:
     chunking: ChunkConfig = field(default_factory=ChunkConfig)
     # Filled in as the reply's text, first audio and first sound come (a typed turn has none).
     timings: Timings | None = None
+    # Told once the first sound of the reply's content is out (after a ``filler``), or the
+    # reply has played out with none.
     on_first_audio: Callable[[Timings], None] | None = None
+    # A fixed phrase the reply may open with, said before its words are ready (an
+    # acknowledgement): its sound is not the reply's content.
+    filler: str = ""
 
     def __post_init__(self) -> None:
         self._chunker = SentenceChunker(self.chunking)
@@ -160,6 +165,7 @@ class ReplySpeech:
         self._lock = threading.Lock()
         self._queued: list[_Queued] = []
         self._played = 0
+        self._content_out = False
         self._cancelled = threading.Event()
         self._synthesised = threading.Event()
         self._worker = threading.Thread(target=self._synthesise, name="tts", daemon=True)
@@ -193,10 +199,32 @@ class ReplySpeech:
         with self._lock:
             first = self._played == 0
             self._played += samples
-        if first and self.timings is not None:
+            lead = self._filler_samples()
+            content = not self._content_out and lead is not None and self._played > lead
+            played_out = self._synthesised.is_set() and self._played >= self._queued_samples()
+            told = content or (played_out and not self._content_out)
+            self._content_out = self._content_out or told
+        if self.timings is None:
+            return
+        if first:
             self.timings.mark("first_audio_out")
-            if self.on_first_audio is not None:
-                self.on_first_audio(self.timings)
+        if content:
+            self.timings.mark("first_content_audio_out")
+        if told and self.on_first_audio is not None:
+            self.on_first_audio(self.timings)
+
+    def _filler_samples(self) -> int | None:
+        """The samples of the fillers the reply opened with, once something else is queued
+        after them (None before: its content has not been synthesised yet)."""
+        lead = 0
+        for item in self._queued:
+            if not self.filler or item.text.strip() != self.filler:
+                return lead
+            lead += item.samples
+        return None
+
+    def _queued_samples(self) -> int:
+        return sum(item.samples for item in self._queued)
 
     @property
     def started(self) -> bool:
@@ -210,8 +238,7 @@ class ReplySpeech:
         if self._cancelled.is_set():
             return True
         with self._lock:
-            queued = sum(q.samples for q in self._queued)
-            return self._synthesised.is_set() and self._played >= queued
+            return self._synthesised.is_set() and self._played >= self._queued_samples()
 
     def wait_synthesised(self, timeout: float | None = None) -> bool:
         return self._synthesised.wait(timeout)

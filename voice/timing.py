@@ -15,6 +15,7 @@ STAGES = (
     "first_word",
     "first_audio_synthesized",
     "first_audio_out",
+    "first_content_audio_out",
 )
 
 
@@ -32,6 +33,8 @@ class Timings:
     first_word: float | None = None
     first_audio_synthesized: float | None = None
     first_audio_out: float | None = None
+    # The first sound of the reply's own words, after any fixed acknowledgement it opened with.
+    first_content_audio_out: float | None = None
 
     def mark(self, stage: str) -> None:
         """Set ``stage`` to now, unless it already happened."""

@@ -154,13 +154,17 @@ class ReplyChunk(Wire):
 
 
 class ReplyEnd(Wire):
-    """The whole reply; ``error`` is one line when there was none because the LLM failed."""
+    """The whole reply; ``error`` is one line when there was none because the LLM failed.
+    ``stages_ms``: when each stage of the turn happened, in ms after the service accepted the
+    message (``started``, ``memories``, ``prompt_sent``, ``first_text``, ``first_word``,
+    ``reply_end``; those that happened)."""
 
     type: Literal["reply_end"] = "reply_end"
     turn: int
     text: str
     interrupted: bool = False
     error: str | None = None
+    stages_ms: dict[str, float] = {}
 
 
 class ReplyCut(Wire):

@@ -6,6 +6,7 @@ service may stop."""
 from __future__ import annotations
 
 import asyncio
+import logging
 import threading
 import time
 from collections.abc import Callable
@@ -35,10 +36,13 @@ from assistant.protocol.tasks import Work
 from assistant.service.jobs import FromThread
 from assistant.service.llm_state import LLMState
 from assistant.service.session import Opening, Session
+from assistant.service.turn_stages import TurnStages
 from assistant.service.voice_relay import VoiceRelay
 from assistant.settings import Settings
 from assistant.tasks.records import TaskRecord
 from voice.timing import Timings
+
+log = logging.getLogger(__name__)
 
 SPOKEN_FAILURE = "Sorry, I cannot answer right now; the reason is on the screen."
 
@@ -255,21 +259,29 @@ class Turns:
         )
         show = self.from_thread(lambda text: self.broadcast(ReplyChunk(turn=job.turn, text=text)))
         speech = self.voice.speak(job.turn, job.timings, job.event is not None)
+        stages = TurnStages(job.accepted_at)
+        stages.mark("started")
+        timings = job.timings
 
         def chunk(text: str) -> None:
+            stages.saw_text(text)
             show(text)
             if speech is not None:
                 speech.feed(text)
 
+        def on_stage(stage: str) -> None:
+            stages.mark(stage)
+            if timings is not None:
+                timings.mark(stage)
+
         self.voice.thinking(True)
         try:
-            timings = job.timings
             turn = await asyncio.to_thread(
                 session.agent.respond,
                 event,
                 on_text=chunk,
                 cancel=running.cancel,
-                on_stage=timings.mark if timings is not None else lambda stage: None,
+                on_stage=on_stage,
             )
             if speech is not None and turn.error and not turn.reply:
                 speech.feed(SPOKEN_FAILURE)  # the reason is on screen; a listener hears this
@@ -278,12 +290,16 @@ class Turns:
             self.voice.thinking(False)
             if speech is not None:
                 speech.finish()
+        stages.mark("reply_end")
+        stages_ms = stages.since_accepted_ms()
+        log.info("turn %d stages: %s", job.turn, stages_ms)
         self.broadcast(
             ReplyEnd(
                 turn=job.turn,
                 text=turn.reply,
                 interrupted=turn.interrupted,
                 error=turn.error if not turn.reply else None,
+                stages_ms=stages_ms,
             )
         )
         if isinstance(job.event, TaskFinished):

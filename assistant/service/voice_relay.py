@@ -11,6 +11,7 @@ from collections.abc import Callable, Coroutine
 from pathlib import Path
 from typing import Any
 
+from assistant.agent.turn import ACKNOWLEDGED
 from assistant.protocol.common import Notice, Wire
 from assistant.protocol.conversation import ReplyCut, Say
 from assistant.protocol.voice import (
@@ -122,7 +123,7 @@ class VoiceRelay:
         heard = timings is not None or unsaid
         if loop is None or wanted == "never" or (wanted == "spoken" and not heard):
             return None
-        speech = loop.speak(timings)
+        speech = loop.speak(timings, filler=ACKNOWLEDGED)
         self.speaking = (turn, speech)
         return speech
 
