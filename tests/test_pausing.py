@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 
 from assistant.llm import server_child
+from assistant.llm.messages import Message
 from assistant.llm.pausing import BackgroundPause
 from assistant.llm.priority import ForegroundGate
 from assistant.service.llms import LLMs
@@ -74,6 +75,45 @@ def test_a_reply_waiting_on_background_work_lets_it_run() -> None:
     with gate.background_needed():  # no reply under way: nothing to tell
         pass
     assert calls == [True, False, True, False]
+
+
+def test_urgent_background_work_runs_while_the_user_types_but_not_during_a_reply() -> None:
+    """The window's summary: every turn reads a longer prompt until it is in, so the user's
+    typing does not hold it back; a reply still does."""
+    calls: list[bool] = []
+    gate = ForegroundGate()
+    pause = BackgroundPause(calls.append, presence_s=30, urgent=lambda: gate.urgent_work)
+    gate.listen(pause.foreground)
+    pause.user_active()
+    assert calls == [True]
+    with gate.urgent():
+        assert calls == [True, False], "resumed for the summary while the user types"
+        pause.user_active()
+        assert calls == [True, False]
+        with gate.foreground():
+            assert calls == [True, False, True], "a reply still pauses it"
+        assert calls == [True, False, True, False]
+    assert calls[-1] is True, "the user is still typing: paused again once it is done"
+    pause.close()
+
+
+def test_a_summary_is_urgent_work_while_it_is_written() -> None:
+    from assistant.agent.compaction import CompactionStart, Compactor
+
+    gate = ForegroundGate()
+    seen: list[bool] = []
+
+    def ask(prompt: list[Message]) -> str:
+        seen.append(gate.urgent_work)
+        return "Pia repaired the fence."
+
+    compactor = Compactor(ask, gate)
+    covers = ({"role": "user", "content": "I fixed the fence today."},)
+    assert compactor.start(CompactionStart(previous="", covers=covers))
+    assert compactor.wait(10)
+    assert seen == [True] and not gate.urgent_work
+    done = compactor.take()
+    assert done is not None and done.summary == "Pia repaired the fence."
 
 
 def watched(parent_pid: int) -> subprocess.Popen[bytes]:

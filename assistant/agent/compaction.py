@@ -12,11 +12,13 @@ import logging
 import re
 import threading
 from collections.abc import Callable, Sequence
+from contextlib import nullcontext
 from dataclasses import dataclass
 
 from assistant.agent.context import transcript
 from assistant.llm.client import LLMError, LLMReplyError
 from assistant.llm.messages import JsonSchema, Message
+from assistant.llm.priority import ForegroundGate
 from assistant.llm.protocols import CancellableJsonLLM
 
 log = logging.getLogger(__name__)
@@ -130,8 +132,10 @@ class Compactor:
     boundary of the caller's choosing. ``on_ready`` (set by the agent) is told when a summary
     is done."""
 
-    def __init__(self, ask: Summariser) -> None:
+    def __init__(self, ask: Summariser, gate: ForegroundGate | None = None) -> None:
         self.ask = ask  # also what a blocking flush summarises with
+        # Told the summary is urgent work while it is written (``ForegroundGate.urgent``).
+        self.gate = gate
         self.on_ready: Callable[[], None] = lambda: None
         self._lock = threading.Lock()
         self._thread: threading.Thread | None = None
@@ -169,7 +173,8 @@ class Compactor:
         return not (thread is not None and thread.is_alive())
 
     def _run(self, start: CompactionStart) -> None:
-        summary = summarise(self.ask, start.previous, start.covers)
+        with self.gate.urgent() if self.gate is not None else nullcontext():
+            summary = summarise(self.ask, start.previous, start.covers)
         with self._lock:
             self._done = Compaction(summary, start)
             self._thread = None

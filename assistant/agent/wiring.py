@@ -88,6 +88,7 @@ def open_agent(
     """The agent on ``stores``, its window as it was saved at the end of the last turn (else
     rebuilt from recall storage); ``background`` writes the summaries of compactions (None:
     only the blocking flush summarises, on ``llm``)."""
+    gate = gate or ForegroundGate()
     design = reply_design(settings)
     context = ContextWindow(
         instructions([tool for tool in tools if not tool.tick_only], design),
@@ -119,7 +120,9 @@ def open_agent(
         config,
         tools=tools,
         gate=gate,
-        compactor=Compactor(json_summariser(background)) if background is not None else None,
+        compactor=(
+            Compactor(json_summariser(background), gate) if background is not None else None
+        ),
         context_path=context_path,
     )
 

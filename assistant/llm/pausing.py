@@ -5,7 +5,10 @@ told to abandon went on reading its prompt for seconds (llama.cpp reads a prompt
 and work it started while the user typed or spoke ran beside the words being read ahead and
 transcribed. Paused (SIGSTOP, through its watchdog: server_child.py) it takes no core at all.
 It is paused while a reply is under way (the foreground gate) and for ``PRESENCE_S`` after the
-last sign of the user (a word heard, a draft typed), and resumed once neither holds. Background
+last sign of the user (a word heard, a draft typed), and resumed once neither holds. Urgent
+work (the window's summary, ``ForegroundGate.urgent``) is not held back by the user's
+presence, only by replies: paused for every sign of a user who typed message after message, a
+summary waited minutes, and every turn meanwhile read a prompt twice as long. Background
 requests sent meanwhile wait in the server's socket and are answered when it resumes; nothing
 is dropped.
 """
@@ -34,8 +37,12 @@ class BackgroundPause:
         pause: Callable[[bool], None],
         presence_s: float = PRESENCE_S,
         clock: Callable[[], float] = time.monotonic,
+        urgent: Callable[[], bool] = lambda: False,
     ) -> None:
+        """``urgent``: whether urgent background work is under way (then presence does not
+        pause the server; ``foreground`` is called again when it changes)."""
         self._pause = pause
+        self._urgent = urgent
         self._presence_s = presence_s
         self._clock = clock
         self._lock = threading.Lock()
@@ -73,7 +80,7 @@ class BackgroundPause:
     def _update(self) -> None:
         if self._closed:
             return
-        present = self._clock() < self._until
+        present = self._clock() < self._until and not self._urgent()
         self._set(self._busy or present)
         if present and not self._busy and self._timer is None:
             self._timer = threading.Timer(self._until - self._clock(), self._recheck)

@@ -43,9 +43,11 @@ class ForegroundGate:
         self.closing = threading.Event()
         # Told whether a reply now holds the cores: one is under way and is not itself
         # waiting on background work.
+        # Told again when urgent background work starts or ends (``urgent``).
         self._listeners: list[Callable[[bool], None]] = []
         self._needed = 0
-        self._told = False
+        self._urgent = 0
+        self._told = (False, False)
 
     def listen(self, listener: Callable[[bool], None]) -> None:
         self._listeners.append(listener)
@@ -80,11 +82,31 @@ class ForegroundGate:
                 self._needed -= 1
                 self._tell()
 
+    @contextmanager
+    def urgent(self) -> Iterator[None]:
+        """Background work the next turns need is under way (the window's summary: until it
+        is in, every turn reads a longer prompt): the user typing or speaking does not hold
+        it back, only a reply does (``BackgroundPause``)."""
+        with self._idle:
+            self._urgent += 1
+            self._tell()
+        try:
+            yield
+        finally:
+            with self._idle:
+                self._urgent -= 1
+                self._tell()
+
+    @property
+    def urgent_work(self) -> bool:
+        return self._urgent > 0
+
     def _tell(self) -> None:
         holds = self._active > 0 and self._needed == 0
-        if holds == self._told:
+        state = (holds, self._urgent > 0)
+        if state == self._told:
             return
-        self._told = holds
+        self._told = state
         for listener in self._listeners:
             listener(holds)
 

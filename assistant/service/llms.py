@@ -52,7 +52,9 @@ class LLMs:
         self._switching = threading.Lock()
         self.pause: BackgroundPause | None = None
         if settings.llm.pause_background:
-            self.pause = BackgroundPause(self._pause_background)
+            self.pause = BackgroundPause(
+                self._pause_background, urgent=lambda: self.gate.urgent_work
+            )
             self.gate.listen(self.pause.foreground)
 
     def user_active(self) -> None:
