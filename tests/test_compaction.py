@@ -38,6 +38,7 @@ from assistant.settings import Settings
 from memory.embedder import OnnxSentenceEmbedder
 from tests.agent_helpers import ScriptedStream, say
 from tests.conftest import make_settings
+from tests.test_llm import wait_until
 
 LONG = "I spent the whole afternoon repotting the fern, the ivy and the two cactuses. " * 3
 
@@ -138,6 +139,26 @@ def test_a_full_window_is_summarised_in_the_background_and_swapped_in_at_a_turn(
     again = ContextWindow(instructions(), stores.core)
     assert load_context(tmp_path / CONTEXT_FILE, again)
     assert again.messages() == agent.context.messages()
+
+
+def test_a_window_saved_past_the_compaction_share_is_summarised_before_any_turn(
+    stores: Stores, tmp_path: Path
+) -> None:
+    background = HeldSummaries()
+    agent = compacting_agent(ScriptedStream(say("Lovely.")), stores, background)
+    assert agent.compactor is not None
+    assert not agent.compact_if_due(), "an empty window has nothing to summarise"
+    for n in range(12):
+        agent.context.push({"role": "user", "content": f"{n}: {LONG}"})
+    held = len(agent.context.fifo)
+    assert agent.context.pressure() >= agent.context.config.compact_share
+    assert agent.compact_if_due() and agent.compactor.busy
+    assert not agent.compact_if_due(), "one summary at a time"
+    background.release.set()
+    assert agent.compactor.wait(10)
+    assert wait_until(lambda: agent.window.compactions == 1, 10), "swapped in, no turn needed"
+    assert agent.context.summary == "Sid repotted plants all afternoon."
+    assert len(agent.context.fifo) < held and len(background.asked) == 1
 
 
 def test_a_summary_finished_during_a_turn_waits_for_the_turn_boundary(

@@ -297,6 +297,11 @@ class Agent:
         (``Journal.heard_only``)."""
         self.journal.heard_only(heard)
 
+    def compact_if_due(self) -> bool:
+        """Summarise the window's oldest part in the background if it is past the compaction
+        share (``WindowKeeper.compact_if_due``)."""
+        return self.window.compact_if_due()
+
     def read_ahead(self) -> str | None:
         """Have the conversation's server read the prompt as it stands; returns why it could
         not, or None (``WindowKeeper.read_ahead``)."""

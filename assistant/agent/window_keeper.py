@@ -119,18 +119,24 @@ class WindowKeeper:
     # Compaction off the reply path
 
     def after_turn(self) -> None:
-        """Save the window, and start summarising its oldest part in the background when it
-        has filled past the compaction share."""
+        """Save the window, and start summarising its oldest part if it is due."""
         if self.context_path is not None:
             save_context(self.context_path, self.context)
+        self.compact_if_due()
+
+    def compact_if_due(self) -> bool:
+        """Start summarising the window's oldest part in the background if it has filled
+        past the compaction share (after a turn; and at start, for a window saved full:
+        until it is summarised every turn reads a longer prompt). Whether one started."""
         compactor = self.compactor
         if compactor is None or compactor.busy:
-            return
-        context = self.context
-        if context.pressure() < context.config.compact_share:
-            return
-        covers = tuple(context.fifo[: context.eviction_count()])
-        compactor.start(CompactionStart(previous=context.summary, covers=covers))
+            return False
+        with self.lock:
+            context = self.context
+            if context.pressure() < context.config.compact_share:
+                return False
+            covers = tuple(context.fifo[: context.eviction_count()])
+            return compactor.start(CompactionStart(previous=context.summary, covers=covers))
 
     def swap_in_compaction(self, before: Message | None = None) -> bool:
         """Put a finished summary in place of the messages it covers (the caller holds the
@@ -154,7 +160,9 @@ class WindowKeeper:
         """A summary is done: swapped in now, and its note read ahead so the next turn need
         not read it, if the window is free and the user is not writing the next message
         (its drafts were read ahead against the window as it is); else at the end of the next
-        turn, once its reply is out."""
+        turn, once its reply is out. (The next summary, if the window is still past the
+        share, starts after the next turn: chained here, a background server that failed
+        every request would have turned the whole window into fallback summaries at once.)"""
         if self.drafting or not self.lock.acquire(blocking=False):
             return
         try:

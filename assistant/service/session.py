@@ -263,6 +263,8 @@ def start_llm(llms: LLMs, agent: Agent, settings: Settings | None = None) -> str
     # A compaction's new prompt is read ahead on a local server (another endpoint would be
     # billed for it).
     agent.reads_ahead = llms.local
+    # A window saved past the compaction share is summarised before the first turn needs it.
+    agent.compact_if_due()
     # Have the server read the conversation's prompt as it stands (restored from its saved
     # KV cache, that is only the newest part), so the first real turn reads only its own
     # message.
