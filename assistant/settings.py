@@ -482,8 +482,10 @@ class Settings(Section):
     @property
     def llm_slots_dir(self) -> Path:
         """Where llama-server saves the conversation's KV cache (rebuilt by reading the prompt
-        again when missing)."""
-        return self.cache_dir / "llm-slots"
+        again when missing): in the data folder, whose conversation it holds. In the shared
+        cache folder, a service on another data folder restored the last one's conversation
+        and read its own 8,000-token window from scratch (two minutes on two cores)."""
+        return self.data_dir / "llm-slots"
 
 
 SECRET_KEYS = frozenset({"llm.api_key"})

@@ -530,6 +530,7 @@ def test_the_conversation_cache_survives_a_restart(fast_gguf: Path, tmp_path: Pa
         assert "".join(client.stream(conversation, max_tokens=4))
         assert client.last_reading is not None and client.last_reading.cached > 200
     saved = list(settings.llm_slots_dir.iterdir())
+    assert settings.llm_slots_dir.parent == settings.data_dir, "the folder's own conversation"
     assert [path.suffix for path in saved] == [".bin"] and saved[0].stat().st_size > 0
     runtime = LLMRuntime(settings)
     with runtime as client:
