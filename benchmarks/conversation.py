@@ -41,7 +41,7 @@ import sys
 import tempfile
 import time
 import uuid
-from collections.abc import Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -101,6 +101,8 @@ class TurnResult:
     verdict: Verdict = field(default_factory=Verdict)
     tool_done: bool | None = None
     claimed_task: bool = False
+    # When the turn's stages happened, in ms after the service accepted the message.
+    stages_ms: dict[str, float] = field(default_factory=dict)
 
     @property
     def passed(self) -> bool:
@@ -152,9 +154,13 @@ async def run_conversation(
     logs: Path | None = None,
     extra: dict[str, str] | None = None,
     lived: Path | None = None,
+    before_stop: Callable[[Path], Awaitable[None]] | None = None,
+    pause_s: float = 0.0,
 ) -> tuple[list[TurnResult], str]:
-    """Each message typed to a fresh service (in a copy of the ``lived`` folder: lived_in.py);
-    the results and the human block at the end."""
+    """Each message typed to a fresh service (in a copy of the ``lived`` folder: lived_in.py),
+    ``pause_s`` after the reply before it ended; the results and the human block at the end.
+    ``before_stop`` is awaited with the data folder after the last turn, the service still
+    running."""
     from assistant.clients.connection import ServiceClient
     from assistant.config import load_config
     from assistant.protocol.conversation import Stop
@@ -192,6 +198,8 @@ async def run_conversation(
         for number, case in enumerate(conversation.cases, 1):
             if number == len(conversation.cases) // 2 + 1:
                 await _tick(client)
+            if number > 1:
+                await asyncio.sleep(pause_s)
             result = TurnResult(conversation.name, number, case, first_word_ms=timeout_s * 1000)
             said.append(case.say)
             await _turn(client, case, result, watched, timeout_s)
@@ -212,6 +220,8 @@ async def run_conversation(
             if result.tool_done is False:
                 log(f"        the {case.tool} was not done")
         human = await _human_block(client)
+        if before_stop is not None:
+            await before_stop(data_dir)
         await client.send(Stop())
         await _until_closed(client)
     finally:
@@ -249,6 +259,7 @@ async def _turn(
                 elif isinstance(update, ReplyEnd) and update.turn == number:
                     result.reply = update.text
                     result.error = update.error
+                    result.stages_ms = dict(update.stages_ms)
                     break
     except TimeoutError:
         result.error = f"no reply in {timeout_s:.0f} s"

@@ -9,17 +9,18 @@ the user is"). This builds one:
    months), written through the app's own write path (``open_stores``: embedded, importance
    rated, event times resolved), each with its session's date;
 2. a conversation typed to ``brain serve`` with the app's defaults (graph, reflection, day plan,
-   heartbeat look), long enough that the window was compacted at least once: its replies, the
+   heartbeat look), a message ``WARM_UP_PAUSE_S`` after each reply, long enough that the
+   window was compacted at least once: its replies, the
    memories they wrote, the graph the service learnt, the core memory, the saved window.
 
     python -m benchmarks.lived_in --profile fast [--locomo ../shared/eval/locomo/locomo-dev.json]
 
-prints the cached folder (building it the first time, some minutes). Not yet whole: on the
-fast profile the 36 warm-up turns filled the window to the compaction share only at the last
-turn, and the summary was cancelled when the service stopped, so the build stops there with
-that error (the issue's note says what is left). A benchmark run takes a
-copy (``copy_into``), so every run starts from the same folder. The cache is keyed by the
-profile, the LoCoMo file's contents and ``VERSION`` (raise it when what is built changes).
+prints the cached folder (building it the first time, some minutes). The warm-up (48
+messages) fills the window past the compaction share before its end; the build then waits,
+the service idle, for the background summary to be swapped in and saved, as it is while the
+user is away. A benchmark run takes a copy (``copy_into``), so every run starts from the same
+folder. The cache is keyed by the profile, the LoCoMo file's contents and ``VERSION`` (raise
+it when what is built changes).
 """
 
 from __future__ import annotations
@@ -36,7 +37,7 @@ from pathlib import Path
 from benchmarks.conversation import Conversation, log, run_conversation, shown_to_agent
 from benchmarks.conversation_rules import Case
 
-VERSION = 1
+VERSION = 7
 DEFAULT_LOCOMO = (
     Path(__file__).resolve().parents[2] / "shared" / "eval" / "locomo" / ("locomo-dev.json")
 )
@@ -78,8 +79,26 @@ WARM_UP = (
     "I'm worried he's getting slow on the stairs.",
     "How many steps did I say I wanted to walk?",
     "Cheers, talk later.",
+    "Back again. The vet said Bramble just needs more exercise.",
+    "Can you suggest a short evening walk routine for an older dog?",
+    "I ordered new goatskin for the class kits.",
+    "Yusra is presenting her river survey in Nantes next month.",
+    "What's a good way to help someone rehearse a talk?",
+    "I repaired a family bible for an old man from Vannes; he cried when he saw it.",
+    "How do you clean foxing marks off old paper?",
+    "The roofer is coming on Monday at last.",
+    "Remind me, what is Yusra's birthday?",
+    "I tried a new tune on the accordion, a gavotte from the Pays Vannetais.",
+    "Tell me something about the history of the accordion in Brittany.",
+    "Right, back to the bench. Thanks!",
 )
 TURN_TIMEOUT_S = 180.0
+# Between a reply and the next message: the user reads it. Typed back to back, the background
+# server (paused while a reply is written) wrote no summary in 48 turns.
+WARM_UP_PAUSE_S = 6.0
+# How long the idle service may take to write and swap in the summary after the last turn.
+COMPACTION_WAIT_S = 300.0
+POLL_S = 2.0
 
 
 def cache_root() -> Path:
@@ -139,15 +158,34 @@ def build(profile: str, locomo: Path, root: Path) -> None:
         log(f"lived-in: {written} memories written ({conversation.sample_id})")
     stores.stream.close()
     warm_up = Conversation("lived-in", "Corentin", tuple(Case.of({"say": say}) for say in WARM_UP))
-    results, _ = asyncio.run(run_conversation(profile, None, warm_up, root, TURN_TIMEOUT_S))
+    results, _ = asyncio.run(
+        run_conversation(profile, None, warm_up, root, TURN_TIMEOUT_S, before_stop=until_compacted)
+    )
     failed = [result for result in results if result.error is not None]
-    summary = json.loads((data_dir / "context.json").read_text(encoding="utf-8")).get("summary")
+    summary = saved_summary(data_dir)
     log(
         f"lived-in: {len(results)} turns typed, {len(failed)} failed; window compacted: "
         f"{bool(summary)}; shown: {len(shown_to_agent(data_dir)[1])} characters"
     )
     if not summary:
         raise RuntimeError("the warm-up conversation never compacted the window")
+
+
+def saved_summary(data_dir: Path) -> str:
+    """The summary in the window the service saved (empty before any compaction)."""
+    try:
+        state = json.loads((data_dir / "context.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return ""
+    return str(state.get("summary") or "")
+
+
+async def until_compacted(data_dir: Path) -> None:
+    """Until the saved window holds a summary, or COMPACTION_WAIT_S has passed."""
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + COMPACTION_WAIT_S
+    while not saved_summary(data_dir) and loop.time() < deadline:
+        await asyncio.sleep(POLL_S)
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -116,6 +116,33 @@ def test_a_summary_is_urgent_work_while_it_is_written() -> None:
     assert done is not None and done.summary == "Pia repaired the fence."
 
 
+def test_an_urgent_request_takes_the_next_turn_at_the_background_server() -> None:
+    from assistant.llm.priority import BackgroundTurns
+
+    turns = BackgroundTurns()
+    order: list[str] = []
+    assert turns.acquire()  # a rating holds the server
+
+    def wait(name: str, urgent: bool) -> None:
+        assert turns.acquire(timeout=10, urgent=urgent)
+        order.append(name)
+        time.sleep(0.05)
+        turns.release()
+
+    waiting = [threading.Thread(target=wait, args=(f"extraction {n}", False)) for n in range(3)]
+    for thread in waiting:
+        thread.start()
+    time.sleep(0.1)
+    summary = threading.Thread(target=wait, args=("summary", True))
+    summary.start()
+    time.sleep(0.1)
+    turns.release()
+    for thread in [*waiting, summary]:
+        thread.join(10)
+    assert order[0] == "summary" and len(order) == 4
+    assert turns.acquire(timeout=0.01), "free again"
+
+
 def watched(parent_pid: int) -> subprocess.Popen[bytes]:
     """The watchdog running ``sleep`` as its server, for the parent ``parent_pid``."""
     command = [sys.executable, "-m", "assistant.llm.server_child", str(parent_pid)]

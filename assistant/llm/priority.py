@@ -26,6 +26,42 @@ MAX_WAIT_S = 120.0
 CANCEL_POLL_S = 0.1
 
 
+class BackgroundTurns:
+    """Whose turn it is at the background server: one request at a time, and an urgent one
+    (the window's summary) before the others waiting. With a plain lock the summary waited
+    behind whichever ratings and graph extractions polled for it first."""
+
+    def __init__(self) -> None:
+        self._turns = threading.Condition()
+        self._held = False
+        self._urgent_waiting = 0
+
+    def acquire(self, timeout: float = -1, urgent: bool = False) -> bool:
+        """Take the turn (within ``timeout`` seconds; -1: however long it takes)."""
+        with self._turns:
+            self._urgent_waiting += urgent
+            try:
+                ready = self._turns.wait_for(
+                    lambda: not self._held and (urgent or self._urgent_waiting == 0),
+                    None if timeout < 0 else timeout,
+                )
+                self._held = self._held or ready
+                return ready
+            finally:
+                self._urgent_waiting -= urgent
+
+    def release(self) -> None:
+        with self._turns:
+            self._held = False
+            self._turns.notify_all()
+
+    def __enter__(self) -> None:
+        self.acquire()
+
+    def __exit__(self, *exc: object) -> None:
+        self.release()
+
+
 class ForegroundGate:
     """Counts replies in progress; background callers wait until there are none."""
 
@@ -37,7 +73,7 @@ class ForegroundGate:
         # Held by the one background request in flight: the llama.cpp server abandons the
         # request it is streaming when another arrives (both came back empty when a rating
         # and a sub-agent's step were sent at once), so background work takes turns.
-        self.background = threading.Lock()
+        self.background = BackgroundTurns()
         # Set when the service closes: background work in flight (a graph extraction can
         # take half a minute on a small machine) is abandoned rather than waited for.
         self.closing = threading.Event()
@@ -134,9 +170,13 @@ class BackgroundLLM:
         client: CancellableJsonLLM,
         gate: ForegroundGate,
         on_idle_cores: Callable[[], bool] = lambda: False,
+        urgent: bool = False,
     ) -> None:
+        """``urgent``: its requests take their turn at the background server before the
+        others waiting (``BackgroundTurns``)."""
         self.client = client
         self.gate = gate
+        self.urgent = urgent
         # True while the client is a server that computes only on idle cores (the runtime's
         # background llama-server): a request then neither waits for replies nor gives way
         # to one, since it cannot slow them, and long work (a summary of the window) finishes
@@ -188,7 +228,7 @@ class BackgroundLLM:
     @contextmanager
     def _turn(self, abandon: threading.Event) -> Iterator[None]:
         """This request's turn at the background server (waiting for it can be abandoned)."""
-        while not self.gate.background.acquire(timeout=CANCEL_POLL_S):
+        while not self.gate.background.acquire(timeout=CANCEL_POLL_S, urgent=self.urgent):
             if abandon.is_set():
                 raise LLMCancelled("cancelled while waiting for other background work")
         try:

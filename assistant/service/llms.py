@@ -73,8 +73,9 @@ class LLMs:
         return BackgroundLLM(self.background, self.gate)
 
     def for_compaction(self) -> BackgroundLLM:
-        """The LLM that writes a compaction's summary, told whether it runs apart."""
-        return BackgroundLLM(self.background, self.gate, self._background_apart)
+        """The LLM that writes a compaction's summary, told whether it runs apart; its
+        requests go before other background work."""
+        return BackgroundLLM(self.background, self.gate, self._background_apart, urgent=True)
 
     @property
     def local(self) -> bool:
