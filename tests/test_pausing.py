@@ -61,6 +61,28 @@ def test_a_reply_and_the_users_last_words_hold_the_pause() -> None:
     assert calls[-1] is False, "closed: never paused again"
 
 
+def test_a_reply_lets_the_background_go_on_once_its_first_sentence_is_out() -> None:
+    from assistant.agent.agent import lifted_at_first_sentence
+
+    calls: list[bool] = []
+    gate = ForegroundGate()
+    gate.listen(BackgroundPause(calls.append).foreground)
+    shown: list[str] = []
+    with gate.foreground() as hold:
+        on_text = lifted_at_first_sentence(shown.append, hold)
+        for piece in ("Sure", ", here", " is one", " idea."):
+            on_text(piece)
+        assert calls == [True], "a sentence ends only when the next begins"
+        on_text(" Try a walk")
+        assert calls == [True, False], "the rest of the reply shares the cores"
+        on_text(" by the river. ")
+        with gate.foreground():  # another reply meanwhile holds them again
+            assert calls == [True, False, True]
+        assert calls == [True, False, True, False]
+    assert calls == [True, False, True, False]
+    assert "".join(shown) == "Sure, here is one idea. Try a walk by the river. "
+
+
 def test_a_reply_waiting_on_background_work_lets_it_run() -> None:
     """A turn whose window filled waits for the summary the background server writes: paused
     then, the two would wait on each other."""

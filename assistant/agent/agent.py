@@ -24,6 +24,7 @@ from pathlib import Path
 from assistant.agent.about_user import constraints_for, facts_in, merged
 from assistant.agent.actions import Action, ActionError
 from assistant.agent.checks.recent import RecentReplies
+from assistant.agent.checks.text import SENTENCE_END
 from assistant.agent.compaction import Compactor
 from assistant.agent.context import ContextWindow
 from assistant.agent.dispatch import Dispatcher
@@ -40,13 +41,29 @@ from assistant.agent.told import told_note
 from assistant.agent.tools import TOOLS, Stores, Tool, by_name
 from assistant.agent.turn import AgentConfig, Turn, TurnIO, no_stage
 from assistant.agent.window_keeper import WindowKeeper
-from assistant.llm.priority import ForegroundGate
+from assistant.llm.priority import ForegroundGate, Hold
 from assistant.llm.protocols import AgentLLM
 
 log = logging.getLogger(__name__)
 
 # Steps a heartbeat's turn may take: its one action, and one more if that failed.
 TICK_STEPS = 2
+
+
+def lifted_at_first_sentence(on_text: Callable[[str], None], hold: Hold) -> Callable[[str], None]:
+    """``on_text``, lifting the reply's hold on the cores once the text shown holds a whole
+    sentence: the background server was paused until the end of replies that streamed for
+    20-30 s in a lived-in folder, and wrote no summary between them."""
+    shown: list[str] = []
+
+    def on(piece: str) -> None:
+        on_text(piece)
+        if not hold.lifted:
+            shown.append(piece)
+            if SENTENCE_END.search("".join(shown)):
+                hold.lift()
+
+    return on
 
 
 class Agent:
@@ -130,12 +147,13 @@ class Agent:
         """Handle one event; ``on_text`` gets each piece of a reply as it is written, and
         setting ``cancel`` stops a reply mid-stream (the delivered part is kept, marked).
         ``on_stage`` hears "memories" (retrieved) and "prompt_sent" (the first request)."""
-        with self.gate.foreground(), self.window.lock:
+        with self.gate.foreground() as hold, self.window.lock:
             self.heard = event.text if isinstance(event, UserText | UserUtterance) else ""
             self.replies.hear(self.heard)
             turn: Turn | None = None
             try:
-                io = TurnIO(self.heard, on_text, cancel or threading.Event(), on_stage)
+                shown = lifted_at_first_sentence(on_text, hold)
+                io = TurnIO(self.heard, shown, cancel or threading.Event(), on_stage)
                 turn = self._respond(event, io)
                 return turn
             finally:

@@ -59,7 +59,7 @@ class Speculation:
         self,
         request: Request,
         ask: Callable[[], Iterator[StreamDelta]],
-        hold: Callable[[], AbstractContextManager[None]] = nullcontext,
+        hold: Callable[[], AbstractContextManager[object]] = nullcontext,
     ) -> None:
         """``hold`` is entered on the stream's thread for as long as it runs (the foreground
         gate: it is a reply, and background work waits for it)."""

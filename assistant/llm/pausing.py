@@ -96,6 +96,13 @@ class BackgroundPause:
         if paused == self._paused:
             return
         self._paused = paused
+        log.info(
+            "background server %s (reply %s, user present %s, urgent work %s)",
+            "paused" if paused else "resumed",
+            self._busy,
+            self._clock() < self._until,
+            self._urgent(),
+        )
         try:
             self._pause(paused)
         except OSError as error:  # the server is gone: its watchdog resumes nothing

@@ -62,6 +62,19 @@ class BackgroundTurns:
         self.release()
 
 
+class Hold:
+    """One reply's hold on the cores (``ForegroundGate.foreground``)."""
+
+    def __init__(self, gate: ForegroundGate) -> None:
+        self._gate = gate
+        self.lifted = False
+
+    def lift(self) -> None:
+        """The reply's first sentence is out: the user has something to read or hear, and
+        the rest may share the cores (the background server goes on meanwhile)."""
+        self._gate._lift(self)
+
+
 class ForegroundGate:
     """Counts replies in progress; background callers wait until there are none."""
 
@@ -83,26 +96,40 @@ class ForegroundGate:
         self._listeners: list[Callable[[bool], None]] = []
         self._needed = 0
         self._urgent = 0
+        # Replies under way whose first sentence is out (``Hold.lift``).
+        self._lifted = 0
         self._told = (False, False)
 
     def listen(self, listener: Callable[[bool], None]) -> None:
         self._listeners.append(listener)
 
     @contextmanager
-    def foreground(self) -> Iterator[None]:
+    def foreground(self) -> Iterator[Hold]:
+        """A reply under way; ``Hold.lift`` once its first sentence is out lets the listeners
+        (the background server's pause) go on while the rest streams."""
+        hold = Hold(self)
         with self._idle:
             self._active += 1
             self.preempt.set()
             self._tell()
         try:
-            yield
+            yield hold
         finally:
             with self._idle:
                 self._active -= 1
+                self._lifted -= hold.lifted
                 if self._active == 0:
                     self.preempt.clear()
                     self._idle.notify_all()
                 self._tell()
+
+    def _lift(self, hold: Hold) -> None:
+        with self._idle:
+            if hold.lifted:
+                return
+            hold.lifted = True
+            self._lifted += 1
+            self._tell()
 
     @contextmanager
     def background_needed(self) -> Iterator[None]:
@@ -138,7 +165,7 @@ class ForegroundGate:
         return self._urgent > 0
 
     def _tell(self) -> None:
-        holds = self._active > 0 and self._needed == 0
+        holds = self._active > self._lifted and self._needed == 0
         state = (holds, self._urgent > 0)
         if state == self._told:
             return
