@@ -36,6 +36,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import os
 import re
 import sys
 import tempfile
@@ -224,6 +225,7 @@ async def run_conversation(
             await before_stop(data_dir)
         await client.send(Stop())
         await _until_closed(client)
+        await _until_gone(client.welcome.pid)
     finally:
         await client.leave()
         if logs is not None and service_log.exists():
@@ -333,6 +335,23 @@ async def _until_closed(client: Any) -> None:
                 pass
     except (TimeoutError, OSError):
         log("  the service did not stop within 60 s")
+
+
+async def _until_gone(pid: int, timeout_s: float = 60.0) -> None:
+    """Until the service's process has exited: it saves the conversation's KV cache into the
+    data folder after the connection closes, and a folder moved or removed before that (the
+    lived-in build renames its folder) lost it."""
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + timeout_s
+    while loop.time() < deadline:
+        try:
+            os.kill(pid, 0)
+        except ProcessLookupError:
+            return
+        except PermissionError:
+            pass
+        await asyncio.sleep(0.2)
+    log(f"  the service (pid {pid}) had not exited after {timeout_s:.0f} s")
 
 
 async def _until_ready(client: Any) -> None:

@@ -28,10 +28,10 @@ clip's last speech in its clean audio (an energy threshold over its noise floor)
 service's figure plus ``vad_lag_ms``, how much later the VAD put the end (the same Silero
 suppressor replayed over the clip as played; the headless microphone starts a clip on a frame
 boundary). A turn with no audio out within 60 s (not heard, failed) counts at 60 s. The next
-utterance is spoken once the reply has played out (waited for up to 5 minutes). ``ratio_to_goal`` is the first-audio p50
-over the goal of the issue "Fast where the user is" (fast 1.2 s, quality 2.5 s);
-``end_to_first_audio_ms`` is the old figure (from the VAD's end, answered turns only), kept
-to compare with earlier runs.
+utterance is spoken once the reply has played out (waited for up to 5 minutes).
+``ratio_to_goal`` is the first-audio p50 over the goal of the issue "Fast where the user is"
+(fast 1.2 s, quality 2.5 s); ``end_to_first_audio_ms`` is the old figure (from the VAD's end,
+answered turns only), kept to compare with earlier runs.
 
 Echo and barge-in, on the voice loop (``VoiceLoop`` on a simulated duplex device, real time,
 the replies' echo at -10 dB and 40 ms, white noise at -55 dBFS, the real Silero VAD, Whisper
