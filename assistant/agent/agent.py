@@ -54,13 +54,14 @@ def lifted_at_first_sentence(on_text: Callable[[str], None], hold: Hold) -> Call
     """``on_text``, lifting the reply's hold on the cores once the text shown holds a whole
     sentence: the background server was paused until the end of replies that streamed for
     20-30 s in a lived-in folder, and wrote no summary between them."""
-    shown: list[str] = []
+    shown = ""
 
     def on(piece: str) -> None:
+        nonlocal shown
         on_text(piece)
         if not hold.lifted:
-            shown.append(piece)
-            if SENTENCE_END.search("".join(shown)):
+            shown += piece
+            if SENTENCE_END.search(shown):
                 hold.lift()
 
     return on

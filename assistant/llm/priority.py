@@ -90,9 +90,9 @@ class ForegroundGate:
         # Set when the service closes: background work in flight (a graph extraction can
         # take half a minute on a small machine) is abandoned rather than waited for.
         self.closing = threading.Event()
-        # Told whether a reply now holds the cores: one is under way and is not itself
-        # waiting on background work.
-        # Told again when urgent background work starts or ends (``urgent``).
+        # Told whether a reply now holds the cores (one is under way, its first sentence not
+        # out yet, and not itself waiting on background work), and told again when urgent
+        # background work starts or ends (``urgent``).
         self._listeners: list[Callable[[bool], None]] = []
         self._needed = 0
         self._urgent = 0
