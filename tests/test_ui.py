@@ -242,7 +242,7 @@ async def test_voice_in_the_window_state_keys_a_spoken_turn_and_a_cut_reply(
             [answer] = views(screen, "assistant")
             await wait_for(lambda: answer.border_subtitle, 30)  # the first sound went out
             timings = str(answer.border_subtitle)
-            assert "stt" in timings and "sound" in timings
+            assert "stt" in timings and "sound" in timings and "words heard" in timings
             await wait_for(lambda: "speaking" in voice_text(screen), 10)
             await pilot.press("escape")
             await wait_for(lambda: answer.heard is not None, 10)

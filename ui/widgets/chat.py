@@ -24,6 +24,7 @@ STAGES = {
     "first_word": "first word",
     "first_audio_synthesized": "tts",
     "first_audio_out": "sound",
+    "first_content_audio_out": "words heard",
 }
 CUT_MARK = " ✂ cut off here "
 
