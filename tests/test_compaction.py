@@ -21,6 +21,7 @@ from assistant.agent.compaction import (
     Compactor,
     cut_summary,
     json_summariser,
+    opening_lines,
     summarise,
     summary_prompt,
 )
@@ -31,7 +32,13 @@ from assistant.agent.instructions import instructions
 from assistant.agent.tools import MEMORIES_HEAD, Stores
 from assistant.agent.turn import AgentConfig
 from assistant.agent.wiring import CONTEXT_FILE, open_agent, open_stores
-from assistant.llm.client import LLMClient, LLMContextOverflow, LLMReplyError
+from assistant.llm.client import (
+    LLMCancelled,
+    LLMClient,
+    LLMContextOverflow,
+    LLMError,
+    LLMReplyError,
+)
 from assistant.llm.messages import JsonSchema, Message
 from assistant.llm.priority import BackgroundLLM, ForegroundGate
 from assistant.settings import Settings
@@ -253,6 +260,50 @@ def test_a_summary_overtaken_by_a_flush_is_dropped(stores: Stores) -> None:
     assert agent.compactor.wait(10)
     agent.respond(UserText("And now?"))
     assert agent.context.summary == "Flushed summary.", "the stale summary was not swapped in"
+
+
+class CancelledSummaries(HeldSummaries):
+    """A background model whose summary request is cancelled (the service closing)."""
+
+    def complete_json(self, messages: Sequence[Message], schema: JsonSchema, **_: Any) -> Any:
+        self.asked.append(list(messages))
+        assert self.release.wait(30)
+        raise LLMCancelled("background work was cancelled or is closing")
+
+
+def test_a_cancelled_summary_leaves_the_window_as_it_was(stores: Stores, tmp_path: Path) -> None:
+    background = CancelledSummaries()
+    path = tmp_path / "context.json"
+    agent = compacting_agent(ScriptedStream(say("Lovely.")), stores, background, path)
+    assert agent.compactor is not None
+    fill(agent)
+    before = list(agent.context.fifo)
+    background.release.set()
+    assert agent.compactor.wait(10)
+    assert not agent.compactor.busy, "nothing waits to be swapped in"
+    agent.respond(UserText("And now?"))
+    assert not agent.context.summary
+    assert agent.context.fifo[: len(before)] == before, "no message left the window"
+    saved = ContextWindow(instructions(), stores.core)
+    assert load_context(path, saved)
+    assert not saved.summary and not any(is_summary_note(m) for m in saved.fifo)
+
+
+def test_a_failed_summary_keeps_whole_opening_lines() -> None:
+    evicted: list[Message] = [
+        {"role": "user", "content": f"Line {n}: " + "the garden needs water " * 4}
+        for n in range(60)
+    ]
+
+    def fails(prompt: list[Message]) -> str:
+        raise LLMError("the server is down")
+
+    summary = summarise(fails, "Earlier: a trip was planned.", evicted)
+    assert summary == opening_lines("Earlier: a trip was planned.", evicted)
+    lines = summary.splitlines()
+    assert lines[-1].startswith("Line 59: "), "the newest messages are kept"
+    assert all(line.startswith("Line ") for line in lines), "no line is cut at its start"
+    assert len(summary) <= 1_500
 
 
 def test_a_broken_saved_window_is_rebuilt_from_recall(

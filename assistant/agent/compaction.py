@@ -16,7 +16,7 @@ from contextlib import nullcontext
 from dataclasses import dataclass
 
 from assistant.agent.context import transcript
-from assistant.llm.client import LLMError, LLMReplyError
+from assistant.llm.client import LLMCancelled, LLMError, LLMReplyError
 from assistant.llm.messages import JsonSchema, Message
 from assistant.llm.priority import ForegroundGate
 from assistant.llm.protocols import CancellableJsonLLM
@@ -55,16 +55,31 @@ def summary_prompt(previous: str, evicted: Sequence[Message]) -> list[Message]:
 
 
 def summarise(ask: Summariser, previous: str, evicted: Sequence[Message]) -> str:
-    """The new recursive summary; the messages' opening lines where the LLM gives none."""
+    """The new recursive summary; the messages' opening lines where the LLM gives none.
+    Raises :class:`LLMCancelled` where the request was cancelled (the service closing):
+    clipped lines in place of a summary would then stay in every prompt after a restart."""
     try:
         summary = once_each(ask(summary_prompt(previous, evicted)))
+    except LLMCancelled:
+        raise
     except LLMError as error:
         log.warning("summary failed (%s); keeping the messages' opening lines instead", error)
         summary = ""
-    if not summary.strip():
-        lines = [previous, *(m["content"][:160] for m in evicted)]
-        summary = "\n".join(line for line in lines if line)[-SUMMARY_INPUT_CHARS // 4 :]
-    return summary.strip()
+    return summary.strip() or opening_lines(previous, evicted)
+
+
+def opening_lines(previous: str, evicted: Sequence[Message]) -> str:
+    """The summary so far and each evicted message's opening, the newest whole lines that fit
+    in a quarter of a summary's input: what stands for a summary the LLM did not write."""
+    lines = [line for line in (previous, *(m["content"][:160] for m in evicted)) if line]
+    kept: list[str] = []
+    room = SUMMARY_INPUT_CHARS // 4
+    for line in reversed(lines):
+        if len(line) + 1 > room:
+            break
+        kept.append(line)
+        room -= len(line) + 1
+    return "\n".join(reversed(kept)).strip()
 
 
 def once_each(summary: str) -> str:
@@ -173,8 +188,15 @@ class Compactor:
         return not (thread is not None and thread.is_alive())
 
     def _run(self, start: CompactionStart) -> None:
-        with self.gate.urgent() if self.gate is not None else nullcontext():
-            summary = summarise(self.ask, start.previous, start.covers)
+        try:
+            with self.gate.urgent() if self.gate is not None else nullcontext():
+                summary = summarise(self.ask, start.previous, start.covers)
+        except LLMCancelled:
+            # The messages stay in the window; the next compaction due summarises them.
+            log.info("summary cancelled; its %d messages stay in the window", len(start.covers))
+            with self._lock:
+                self._thread = None
+            return
         with self._lock:
             self._done = Compaction(summary, start)
             self._thread = None

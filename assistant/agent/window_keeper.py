@@ -10,10 +10,16 @@ import threading
 from contextlib import nullcontext
 from pathlib import Path
 
-from assistant.agent.compaction import SUMMARY_WORDS, CompactionStart, Compactor, summarise
+from assistant.agent.compaction import (
+    SUMMARY_WORDS,
+    CompactionStart,
+    Compactor,
+    opening_lines,
+    summarise,
+)
 from assistant.agent.context import ContextWindow, ahead_of_a_turn
 from assistant.agent.context_store import save_context
-from assistant.llm.client import LLMError
+from assistant.llm.client import LLMCancelled, LLMError
 from assistant.llm.messages import Message
 from assistant.llm.priority import ForegroundGate
 from assistant.llm.protocols import AgentLLM
@@ -107,7 +113,11 @@ class WindowKeeper:
         ask = self.compactor.ask if self.compactor is not None else self._ask_summary
         apart = self.gate.background_needed() if self.compactor is not None else nullcontext()
         with apart:
-            summary = summarise(ask, self.context.summary, evicted)
+            try:
+                summary = summarise(ask, self.context.summary, evicted)
+            except LLMCancelled:
+                # Evicted already: what they said is kept as their opening lines.
+                summary = opening_lines(self.context.summary, evicted)
         self.context.add_summary(summary, before=before)
         self._warned = False
         log.info("evicted %d messages into the summary", len(evicted))
