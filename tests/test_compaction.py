@@ -98,6 +98,10 @@ def fill(agent: Agent) -> int:
         agent.respond(UserText(f"{turns}: {LONG}"))
         turns += 1
         assert turns < 40
+    # The shorter prompt is read ahead on a thread of its own: done before the test goes on.
+    for thread in threading.enumerate():
+        if thread.name == "read-ahead":
+            thread.join(10)
     return turns
 
 
@@ -110,7 +114,12 @@ def test_a_full_window_is_summarised_in_the_background_and_swapped_in_at_a_turn(
     agent.reads_ahead = True
     assert agent.compactor is not None
     assert fill(agent) > 1
-    assert agent.context.pressure() >= agent.context.config.compact_share
+    # The oldest messages left the prompt at once: no turn reads them while the summary is
+    # written.
+    handed = list(agent.context.pending)
+    assert handed and handed[0]["content"].startswith("0: I spent")
+    assert "0: I spent" not in json.dumps(agent.context.messages())
+    assert agent.context.pressure() < agent.context.config.compact_share
     assert not agent.context.summary
     held = len(agent.context.fifo)
 
@@ -121,24 +130,24 @@ def test_a_full_window_is_summarised_in_the_background_and_swapped_in_at_a_turn(
     assert len(background.asked) == 1, "one summary at a time"
     prompt = background.asked[0][1]["content"]
     assert prompt.startswith("Summary so far:\n(none)") and "0: I spent" in prompt
-    assert not model.summaries, "nothing was summarised on the conversation's model"
+    placeholder = {"role": "user", "content": "…"}
+    assert all(call[-1] == placeholder for call in model.summaries), (
+        "the conversation's model only read the prompt ahead, it summarised nothing"
+    )
 
-    # Done while no turn runs: swapped in at once. The oldest messages left and the summary
-    # came at the end: the rest of the prompt is as the server read it, in the same order.
-    before = agent.context.pressure()
+    # Done while no turn runs: swapped in at once, its note at the end: the rest of the
+    # prompt is as the server read it.
     kept_before = agent.context.messages()
     background.release.set()
     assert agent.compactor.wait(10)
     assert agent.context.summary == "Sid repotted plants all afternoon."
-    assert agent.context.pressure() < before
+    assert not agent.context.pending
     now = agent.context.messages()
-    assert "0: I spent" not in json.dumps(now)
-    assert now[0] == kept_before[0], "the prefix is as it was sent"
     assert now[-1] == {
         "role": "system",
         "content": "[summary of the earlier conversation]\nSid repotted plants all afternoon.",
     }
-    assert now[1:-1] == kept_before[len(kept_before) - len(now) + 2 :], "the rest kept in order"
+    assert now[:-1] == kept_before, "the rest kept as it was, in order"
     # And the note was read ahead at once, so the next turn does not read it.
     assert model.summaries[-1] == [*now, {"role": "user", "content": "…"}]
 
@@ -166,6 +175,31 @@ def test_a_window_saved_past_the_compaction_share_is_summarised_before_any_turn(
     assert wait_until(lambda: agent.window.compactions == 1, 10), "swapped in, no turn needed"
     assert agent.context.summary == "Sid repotted plants all afternoon."
     assert len(agent.context.fifo) < held and len(background.asked) == 1
+
+
+def test_the_window_is_handed_over_again_while_a_summary_is_written(stores: Stores) -> None:
+    """A summary slower than the conversation does not let the prompt grow: what fills the
+    window meanwhile is handed over too, and summarised next, from the summary before."""
+    background = HeldSummaries()
+    agent = compacting_agent(ScriptedStream(say("Lovely.")), stores, background)
+    assert agent.compactor is not None
+    fill(agent)
+    first = list(agent.context.pending)
+    while agent.context.pending == first:
+        agent.respond(UserText(f"More: {LONG}"))
+    assert agent.context.pressure() < agent.context.config.compact_share
+    assert len(background.asked) == 1, "one summary at a time"
+    background.release.set()
+    assert agent.compactor.wait(10)
+    assert wait_until(lambda: agent.window.compactions == 1, 10)
+    rest = list(agent.context.pending)
+    assert rest and rest[0] not in first, "handed over after the first summary began"
+    assert agent.compact_if_due(), "the rest is summarised next"
+    assert agent.compactor.wait(10)
+    assert wait_until(lambda: agent.window.compactions == 2, 10) and not agent.context.pending
+    second = background.asked[1][1]["content"]
+    assert second.startswith(f"Summary so far:\n{background.summary}")
+    assert rest[0]["content"][:40] in second
 
 
 def test_a_summary_finished_during_a_turn_waits_for_the_turn_boundary(
@@ -254,12 +288,15 @@ def test_a_summary_overtaken_by_a_flush_is_dropped(stores: Stores) -> None:
     agent = compacting_agent(ScriptedStream(say("Lovely.")), stores, background)
     assert agent.compactor is not None
     fill(agent)
-    agent.context.evict()  # a flush came first: the summary's messages are gone
+    # A flush came first: it summarised the pending messages.
+    agent.context.evict()
+    agent.context.pending = []
     agent.context.add_summary("Flushed summary.")
     background.release.set()
     assert agent.compactor.wait(10)
     agent.respond(UserText("And now?"))
     assert agent.context.summary == "Flushed summary.", "the stale summary was not swapped in"
+    assert [is_summary_note(m) for m in agent.context.fifo].count(True) == 1
 
 
 class CancelledSummaries(HeldSummaries):
@@ -271,22 +308,26 @@ class CancelledSummaries(HeldSummaries):
         raise LLMCancelled("background work was cancelled or is closing")
 
 
-def test_a_cancelled_summary_leaves_the_window_as_it_was(stores: Stores, tmp_path: Path) -> None:
+def test_a_cancelled_summary_leaves_its_messages_waiting_for_the_next(
+    stores: Stores, tmp_path: Path
+) -> None:
     background = CancelledSummaries()
-    path = tmp_path / "context.json"
+    path = tmp_path / CONTEXT_FILE
     agent = compacting_agent(ScriptedStream(say("Lovely.")), stores, background, path)
     assert agent.compactor is not None
     fill(agent)
-    before = list(agent.context.fifo)
+    handed = list(agent.context.pending)
     background.release.set()
     assert agent.compactor.wait(10)
     assert not agent.compactor.busy, "nothing waits to be swapped in"
     agent.respond(UserText("And now?"))
-    assert not agent.context.summary
-    assert agent.context.fifo[: len(before)] == before, "no message left the window"
-    saved = ContextWindow(instructions(), stores.core)
-    assert load_context(path, saved)
-    assert not saved.summary and not any(is_summary_note(m) for m in saved.fifo)
+    assert not agent.context.summary and agent.context.pending == handed
+    # Saved so: opened again (the service restarted), the summary is asked for anew.
+    again = compacting_agent(ScriptedStream(say("Lovely.")), stores, HeldSummaries(), path)
+    assert load_context(path, again.context)
+    assert again.context.pending == handed and not again.context.summary
+    assert again.compact_if_due()
+    assert again.compactor is not None and again.compactor.busy
 
 
 def test_a_failed_summary_keeps_whole_opening_lines() -> None:
@@ -406,7 +447,8 @@ def test_a_compaction_takes_the_last_summary_note_with_the_oldest_messages(
     count = context.eviction_count()
     assert count == 7 and is_summary_note(context.fifo[count - 1])
     assert "The first summary." not in transcript(context.fifo[:count])
-    assert context.compact("The second summary.", context.fifo[:count])
+    assert len(context.hand_over()) == count
+    assert context.compact("The second summary.", context.pending)
     notes = [m["content"] for m in context.fifo if is_summary_note(m)]
     assert notes == ["[summary of the earlier conversation]\nThe second summary."]
     # A note among the newest messages stays: taking it would empty the window.

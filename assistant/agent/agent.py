@@ -164,12 +164,6 @@ class Agent:
                 # The reply is out: the memories' utility is written now, not before it.
                 self.feedback.end(turn)
                 self.window.drafting = False
-                # A summary that finished during the turn, or while the user wrote its message,
-                # goes in now the reply is out: its note is read while the user listens.
-                if self.window.swap_in_compaction() and self.window.reads_ahead:
-                    threading.Thread(
-                        target=self.window.read_ahead, name="read-ahead", daemon=True
-                    ).start()
                 self.window.after_turn()
 
     def _respond(self, event: Event, io: TurnIO) -> Turn:

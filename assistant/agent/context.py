@@ -63,6 +63,9 @@ class ContextWindow:
         # The recursive summary of every message evicted so far (shown in its latest note).
         self.summary = ""
         self.fifo: list[Message] = []
+        # The oldest messages handed to a summary being written in the background: out of
+        # the prompt already (``hand_over``), summarised into the note that ``compact`` adds.
+        self.pending: list[Message] = []
         # The memory-stream records each FIFO message shows (the record a user or assistant
         # message was stored as, the memories a retrieved block lists), so retrieval can leave
         # out what is already in view.
@@ -169,17 +172,29 @@ class ContextWindow:
         self.shows = self.shows[count:]
         return evicted
 
+    def hand_over(self) -> list[Message]:
+        """Take the oldest messages (``eviction_count`` of them, more until the window is below
+        the compaction share) out of the prompt at once and hold them as ``pending`` for a
+        summary written in the background: the prompt stays short however long the summary
+        takes (a turn's new tokens cost twice as much to read after 8,000 tokens as after
+        2,000), and what they said is in recall storage meanwhile. Returns every pending
+        message."""
+        self.pending += self.evict()
+        while self.pressure() >= self.config.compact_share and (more := self.evict()):
+            self.pending += more
+        return list(self.pending)
+
     def compact(
         self, summary: str, covers: Sequence[Message], before: Message | None = None
     ) -> bool:
-        """Swap in ``summary`` for the oldest messages, if they are still ``covers`` (a
-        compaction made in the background), its note where ``add_summary`` puts it; False,
-        and nothing changed, if they are not."""
+        """Tell ``summary``, written of ``covers``, in a note where ``add_summary`` puts it,
+        if those are still the oldest pending messages (those handed over since wait for the
+        next summary); False, and nothing changed, if they are not (a blocking flush
+        summarised them first)."""
         count = len(covers)
-        if count < 1 or self.fifo[:count] != list(covers):
+        if count < 1 or self.pending[:count] != list(covers):
             return False
-        self.fifo = self.fifo[count:]
-        self.shows = self.shows[count:]
+        self.pending = self.pending[count:]
         self.add_summary(summary, before)
         return True
 

@@ -33,6 +33,7 @@ def save_context(path: Path, context: ContextWindow) -> None:
         "core_prefix": context.core_prefix,
         "core_seen": context.core_seen,
         "fifo": context.fifo,
+        "pending": context.pending,
         "shows": [sorted(ids) for ids in context.shows],
     }
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -64,6 +65,7 @@ def load_context(path: Path, context: ContextWindow) -> bool:
     # Each one a message of strings (``_valid``), as it was saved.
     context.fifo = [cast(Message, dict(message)) for message in state["fifo"]]
     context.shows = [frozenset(ids) for ids in state["shows"]]
+    context.pending = [cast(Message, dict(message)) for message in state.get("pending", [])]
     if state["format"] == 1:
         # The summary was shown above the FIFO: now a note at its head, under a new prefix.
         if context.summary:
@@ -80,7 +82,7 @@ def load_context(path: Path, context: ContextWindow) -> bool:
 def _valid(state: Any) -> bool:
     if not isinstance(state, dict) or state.get("format") not in (1, FORMAT):
         return False
-    fifo, shows = state.get("fifo"), state.get("shows")
+    fifo, shows, pending = state.get("fifo"), state.get("shows"), state.get("pending", [])
     blocks = [state.get("core_seen")] + ([state.get("core_prefix")] if state["format"] > 1 else [])
     return (
         isinstance(state.get("instructions"), str)
@@ -93,11 +95,12 @@ def _valid(state: Any) -> bool:
         and isinstance(fifo, list)
         and isinstance(shows, list)
         and len(fifo) == len(shows)
+        and isinstance(pending, list)
         and all(
             isinstance(m, dict)
             and isinstance(m.get("role"), str)
             and isinstance(m.get("content"), str)
-            for m in fifo
+            for m in [*fifo, *pending]
         )
         and all(isinstance(ids, list) and all(isinstance(i, str) for i in ids) for ids in shows)
     )

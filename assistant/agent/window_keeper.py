@@ -101,7 +101,8 @@ class WindowKeeper:
     def flush(self, before: Message | None) -> bool:
         """Evict about half the FIFO (more if the prompt still would not be under the
         warning share) into a new recursive summary, its note ``before`` the event."""
-        evicted = self.context.evict()
+        # Pending messages first: the flush's summary takes over from the one under way.
+        evicted, self.context.pending = [*self.context.pending, *self.context.evict()], []
         while evicted and self.context.pressure() >= self.context.config.warning_share:
             more = self.context.evict()
             if not more:
@@ -129,23 +130,33 @@ class WindowKeeper:
     # Compaction off the reply path
 
     def after_turn(self) -> None:
-        """Save the window, and start summarising its oldest part if it is due."""
+        """The reply is out: a summary that finished during the turn (or while the user wrote
+        its message) goes in, the window is saved, and its oldest part is handed to a summary
+        if that is due; a prompt so changed is read ahead while the user reads the reply."""
+        swapped = self.swap_in_compaction()
         if self.context_path is not None:
             save_context(self.context_path, self.context)
-        self.compact_if_due()
+        if (self.compact_if_due() or swapped) and self.reads_ahead:
+            threading.Thread(target=self.read_ahead, name="read-ahead", daemon=True).start()
 
     def compact_if_due(self) -> bool:
-        """Start summarising the window's oldest part in the background if it has filled
-        past the compaction share (after a turn; and at start, for a window saved full:
-        until it is summarised every turn reads a longer prompt). Whether one started."""
+        """Hand the window's oldest part over to be summarised if it has filled past the
+        compaction share (after a turn; and at start, for a window saved full), even while a
+        summary is under way (the next one takes it), and start a summary of what waits for
+        one. Whether the prompt got shorter or a summary started."""
         compactor = self.compactor
-        if compactor is None or compactor.busy:
+        if compactor is None:
             return False
         with self.lock:
             context = self.context
-            if context.pressure() < context.config.compact_share:
-                return False
-            covers = tuple(context.fifo[: context.eviction_count()])
+            handed = context.pressure() >= context.config.compact_share
+            if handed:
+                context.hand_over()
+                if self.context_path is not None:
+                    save_context(self.context_path, context)
+            if compactor.busy or not context.pending:
+                return handed
+            covers = tuple(context.pending)
             return compactor.start(CompactionStart(previous=context.summary, covers=covers))
 
     def swap_in_compaction(self, before: Message | None = None) -> bool:
