@@ -114,6 +114,32 @@ def test_a_sentence_said_again_is_dropped_and_the_third_time_is_a_loop() -> None
     assert loop.feed(" sorry. ") == "" and loop.looping
 
 
+def test_a_run_of_words_going_round_inside_a_sentence_is_stopped() -> None:
+    listing = "Take a map, a warm coat, a torch, a warm coat, a torch, a warm coat, a torch"
+    loop = LoopStop()
+    shown = fed(loop, listing + ", a warm coat, a torch" * 30)
+    assert loop.looping and loop.verdict.name == "STOP"
+    assert shown.startswith("Take a map, a warm coat, a torch, a warm coat")
+    assert len(shown) < len(listing) + 10, "stopped as the run came round again"
+    counted = LoopStop()
+    fed(
+        counted,
+        "Names for a goat:\n1. Moss\n2. Moss Moss\n3. Moss Moss Moss\n4. Moss Moss Moss Moss",
+    )
+    assert counted.looping, "one word four times in a row"
+
+
+def test_words_and_runs_said_again_not_straight_after_themselves_are_not_a_loop() -> None:
+    for text in (
+        "It was very, very, very cold. The train was late, so late that we walked.",
+        "Bring a hat, a scarf, gloves and a hat for the child. Yes, yes. No, no, no.",
+        "Pack light: two shirts, two socks, two books. Then pack the car and drive.",
+        "Row, row, row your boat gently down the stream, merrily, merrily, merrily.",
+    ):
+        loop = LoopStop()
+        assert fed(loop, text) == text and not loop.looping, text
+
+
 def test_a_sentence_that_only_begins_like_one_said_is_shown_whole_as_it_parts() -> None:
     loop = LoopStop()
     loop.feed("She is a vet in Parma. ")

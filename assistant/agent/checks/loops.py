@@ -10,6 +10,10 @@ stops writing it). A sentence after the first that an earlier reply said is drop
 in a conversation the 0.5B model closed many replies with the same question. An answer owned
 as said before ("As I said, ...": opening.py) says an earlier reply's sentences on purpose: the
 sentence after its lead-in's is part of its opening too.
+
+A loop inside one sentence is stopped too: a run of words said again and again straight after
+itself (a list of the same few items round and round, one word over and over), which the
+0.5B model writes until its token cap in a long conversation.
 """
 
 from __future__ import annotations
@@ -28,6 +32,24 @@ SAID_AT_MOST = 2
 # Shorter sentences are let through as often as they come: "Dr." and "a.m." end like
 # sentences, and "Yes." may well be said twice.
 MIN_WORDS = 3
+# The longest run of words looked for going round, and how many times in a row a run of each
+# length is let through: a long run said twice straight after itself is already a loop; one
+# word may come three times ("very, very, very") but not four.
+LONGEST_RUN = 16
+RUN_TIMES = {1: 3, 2: 2, 3: 2, 4: 2}
+LONG_RUN_TIMES = 1
+
+
+def goes_round(words: list[str]) -> bool:
+    """Whether the last words are a run said more times in a row than it may be."""
+    for length in range(1, LONGEST_RUN + 1):
+        times = RUN_TIMES.get(length, LONG_RUN_TIMES) + 1
+        if len(words) < length * times:
+            break
+        run = words[-length:]
+        if all(words[-length * (n + 1) : len(words) - length * n] == run for n in range(times)):
+            return True
+    return False
 
 
 class LoopStop(Check):
@@ -46,6 +68,8 @@ class LoopStop(Check):
         self._sentence = ""  # the sentence being written
         self._held = ""  # its part not shown yet: it could still be a repeat
         self._released = False  # it parted from every sentence said, so it is new
+        self._word = ""  # the word being written
+        self._words: list[str] = []  # the last words written, as compared
 
     @classmethod
     def for_step(cls, form: ReplyForm, seen: Seen) -> Self:
@@ -73,6 +97,7 @@ class LoopStop(Check):
     def flush(self) -> str:
         """What is held at the end of the message (a last sentence cut short, or one that
         only began like an earlier one); nothing if it repeats one whole or the loop stopped."""
+        self._end_word()
         if self.looping or self._is_repeat():
             self.dropped = True
             return ""
@@ -80,6 +105,12 @@ class LoopStop(Check):
         return held
 
     def _take(self, char: str) -> str:
+        if char.isspace():
+            self._end_word()
+            if self.looping:
+                return ""
+        else:
+            self._word += char
         if char.isspace() and self._sentence.rstrip().endswith(tuple(ENDS)):
             return self._end(char)
         self._sentence += char
@@ -93,6 +124,13 @@ class LoopStop(Check):
         held, self._held = self._held, ""
         return held
 
+    def _end_word(self) -> None:
+        word = normal(self._word).strip(".,;:!?\"'()*-")
+        self._word = ""
+        if word:
+            self._words = [*self._words[-LONGEST_RUN * 4 :], word]
+            self.looping |= goes_round(self._words)
+
     def _end(self, space: str) -> str:
         """The sentence ended (``space`` follows it): shown unless it repeats one."""
         key = normal(self._sentence)
@@ -103,6 +141,7 @@ class LoopStop(Check):
         held = self._held
         self._first = self._first and owned(key)
         self._sentence, self._held, self._released = "", "", False
+        self._words = []  # a sentence said again is the sentence check's to judge
         if repeat:
             self.dropped = True
             return ""
