@@ -104,3 +104,39 @@ def test_typed_turns_keep_a_failed_one_at_its_timeout_and_give_each_stage() -> N
     assert figures["first_word_ms"]["max"] == 120_000.0
     assert figures["stages_ms"]["memories"]["p50"] == 90.0
     assert figures["replied"] == 1 and figures["failed"] == 1
+
+
+def test_the_window_length_benchmark_builds_windows_of_the_length_asked() -> None:
+    from assistant.agent.context import MEMORIES_HEAD
+    from assistant.llm.tokens import estimate_tokens
+    from benchmarks.llm_server import prompt_tokens
+    from benchmarks.window_length import conversation, table, turn_messages
+
+    for tokens in (500, 2000):
+        messages = conversation(tokens, estimate_tokens)
+        size = prompt_tokens(estimate_tokens, messages)
+        assert tokens <= size < tokens + 60, "about the length asked, no more than a turn over"
+        assert (
+            messages[0]["role"] == "system" and messages[-1]["content"] != messages[-3]["content"]
+        )
+    turns = [turn_messages(repeat) for repeat in range(3)]
+    assert all(t[0]["content"].startswith(MEMORIES_HEAD) and t[1]["role"] == "user" for t in turns)
+    assert len({t[1]["content"] for t in turns}) == 3, "a new message each repeat"
+    figures = {"p50": 10.0, "p95": 12.0, "max": 13.0}
+    report = {
+        "profile": "fast",
+        "repeats": 3,
+        "lengths": {
+            "500": {
+                **{
+                    f: figures
+                    for f in ("first_piece_ms", "read_ms_per_token", "write_ms_per_token")
+                },
+                "appended_tokens": figures,
+            },
+        },
+        "ratio_to_longest": {
+            "500": {"first_piece_ms": 1.0, "read_ms_per_token": 1.0, "write_ms_per_token": 1.0}
+        },
+    }
+    assert "| 500 | 10 | 10.0 / 12.0 / 13.0 (1.00)" in table(report)
