@@ -176,8 +176,8 @@ class ContextWindow:
         """Take the oldest messages (``eviction_count`` of them, more until the window is below
         the compaction share) out of the prompt at once and hold them as ``pending`` for a
         summary written in the background: the prompt stays short however long the summary
-        takes (a turn's new tokens cost twice as much to read after 8,000 tokens as after
-        2,000), and what they said is in recall storage meanwhile. Returns every pending
+        takes (on a CPU a turn's new tokens cost about twice as much to read after 8,000 tokens
+        as after 3,000), and what they said is in recall storage meanwhile. Returns every pending
         message."""
         self.pending += self.evict()
         while self.pressure() >= self.config.compact_share and (more := self.evict()):
