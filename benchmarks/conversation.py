@@ -225,7 +225,7 @@ async def run_conversation(
             await before_stop(data_dir)
         await client.send(Stop())
         await _until_closed(client)
-        await _until_gone(client.welcome.pid)
+        await until_gone(client.welcome.pid)
     finally:
         await client.leave()
         if logs is not None and service_log.exists():
@@ -337,21 +337,36 @@ async def _until_closed(client: Any) -> None:
         log("  the service did not stop within 60 s")
 
 
-async def _until_gone(pid: int, timeout_s: float = 60.0) -> None:
-    """Until the service's process has exited: it saves the conversation's KV cache into the
-    data folder after the connection closes, and a folder moved or removed before that (the
-    lived-in build renames its folder) lost it."""
+async def until_gone(pid: int, timeout_s: float = 60.0) -> bool:
+    """Until the service's process has exited (whether it did): it saves the conversation's KV
+    cache into the data folder after the connection closes, and a folder moved or removed
+    before that (the lived-in build renames its folder) lost it."""
     loop = asyncio.get_running_loop()
     deadline = loop.time() + timeout_s
     while loop.time() < deadline:
-        try:
-            os.kill(pid, 0)
-        except ProcessLookupError:
-            return
-        except PermissionError:
-            pass
+        if exited(pid):
+            return True
         await asyncio.sleep(0.2)
     log(f"  the service (pid {pid}) had not exited after {timeout_s:.0f} s")
+    return False
+
+
+def exited(pid: int) -> bool:
+    """Whether process ``pid`` has exited. A service this process launched stays a zombie
+    (still there to ``kill(pid, 0)``) until it is reaped, so a child of ours is reaped here."""
+    try:
+        reaped, _ = os.waitpid(pid, os.WNOHANG)
+        if reaped == pid:
+            return True
+    except ChildProcessError:
+        pass  # not our child: another process launched it
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return True
+    except PermissionError:
+        pass
+    return False
 
 
 async def _until_ready(client: Any) -> None:

@@ -140,3 +140,22 @@ def test_the_window_length_benchmark_builds_windows_of_the_length_asked() -> Non
         },
     }
     assert "| 500 | 10 | 10.0 / 12.0 / 13.0 (1.00)" in table(report)
+
+
+def test_a_service_the_benchmark_launched_is_seen_to_exit() -> None:
+    """A child that exited stays a zombie until reaped: seen as gone, not waited out."""
+    import asyncio
+    import subprocess
+    import sys
+
+    from benchmarks.conversation import exited, until_gone
+
+    child = subprocess.Popen([sys.executable, "-c", "pass"])
+    assert asyncio.run(until_gone(child.pid, timeout_s=30.0))
+    assert exited(child.pid)
+    alive = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(30)"])
+    try:
+        assert not exited(alive.pid)
+    finally:
+        alive.kill()
+        alive.wait()
