@@ -26,14 +26,13 @@ from __future__ import annotations
 
 import argparse
 import json
-import sys
 import tempfile
 import time
 from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from benchmarks.llm_server import DIALOGUE, Server, prompt_tokens
+from benchmarks.llm_server import DIALOGUE, Server, log, prompt_tokens
 from benchmarks.stats import percentiles
 
 if TYPE_CHECKING:
@@ -56,10 +55,6 @@ MESSAGES = (
     "Where do I get rye bread?",
     "When does the allotment committee meet?",
 )
-
-
-def log(message: str) -> None:
-    print(message, file=sys.stderr, flush=True)
 
 
 def conversation(tokens: int, count: Any) -> list[Message]:

@@ -134,9 +134,10 @@ class WindowKeeper:
         its message) goes in, the window is saved, and its oldest part is handed to a summary
         if that is due; a prompt so changed is read ahead while the user reads the reply."""
         swapped = self.swap_in_compaction()
+        changed = self.compact_if_due() or swapped
         if self.context_path is not None:
             save_context(self.context_path, self.context)
-        if (self.compact_if_due() or swapped) and self.reads_ahead:
+        if changed and self.reads_ahead:
             threading.Thread(target=self.read_ahead, name="read-ahead", daemon=True).start()
 
     def compact_if_due(self) -> bool:
@@ -149,11 +150,11 @@ class WindowKeeper:
             return False
         with self.lock:
             context = self.context
+            # Saved with the window after the turn; at start, a window saved full is handed
+            # over again if the service stops before then.
             handed = context.pressure() >= context.config.compact_share
             if handed:
                 context.hand_over()
-                if self.context_path is not None:
-                    save_context(self.context_path, context)
             if compactor.busy or not context.pending:
                 return handed
             covers = tuple(context.pending)
