@@ -179,10 +179,16 @@ class ContextWindow:
         takes (on a CPU a turn's new tokens cost about twice as much to read after 8,000 tokens
         as after 3,000), and what they said is in recall storage meanwhile. Returns every pending
         message."""
-        self.pending += self.evict()
-        while self.pressure() >= self.config.compact_share and (more := self.evict()):
-            self.pending += more
+        self.pending += self.evict_below(self.config.compact_share)
         return list(self.pending)
+
+    def evict_below(self, share: float) -> list[Message]:
+        """Evict (``evict``) once, and again while the window is still at ``share`` or more
+        and there is something left to take; returns what was taken, oldest first."""
+        evicted = self.evict()
+        while evicted and self.pressure() >= share and (more := self.evict()):
+            evicted += more
+        return evicted
 
     def compact(
         self, summary: str, covers: Sequence[Message], before: Message | None = None

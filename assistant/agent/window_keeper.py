@@ -102,12 +102,11 @@ class WindowKeeper:
         """Evict about half the FIFO (more if the prompt still would not be under the
         warning share) into a new recursive summary, its note ``before`` the event."""
         # Pending messages first: the flush's summary takes over from the one under way.
-        evicted, self.context.pending = [*self.context.pending, *self.context.evict()], []
-        while evicted and self.context.pressure() >= self.context.config.warning_share:
-            more = self.context.evict()
-            if not more:
-                break
-            evicted += more
+        evicted = [
+            *self.context.pending,
+            *self.context.evict_below(self.context.config.warning_share),
+        ]
+        self.context.pending = []
         if not evicted:
             return False
         # On the background server where there is one: the conversation's keeps its cache.
