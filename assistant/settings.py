@@ -29,7 +29,9 @@ ToolCalling = Literal["auto", "native", "json_action"]
 # full instructions; ``short_json``, the same with short instructions and no examples.
 ReplyDesign = Literal["auto", "plain", "json_action", "short_json"]
 # The checks a reply passes through (assistant/agent/checks/pipeline.py keeps their order).
-ReplyCheck = Literal["grounding", "asides", "opening", "diet", "loops", "perspective", "echo"]
+ReplyCheck = Literal[
+    "grounding", "asides", "opening", "notes", "diet", "loops", "perspective", "echo"
+]
 VoiceMode = Literal["always", "push_to_talk", "muted"]
 SpeakReplies = Literal["spoken", "always", "never"]
 LocalServer = Literal["llama-server", "llama-cpp-python"]

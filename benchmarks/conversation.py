@@ -11,8 +11,9 @@ The cases are in benchmarks/data/conversations/: ``dev.json`` is the half to tun
 ``test.json`` the half to run once per change and only report. Per turn the benchmark keeps
 the time from sending the message to the first piece of the reply holding a letter or digit
 (``first_word_ms``; a turn that fails or times out counts at its timeout), the reply, and what
-the agent was shown (the context window it saved, ``context.json``: the instructions copies are
-judged against, and the window "I don't know" is judged against). A turn that needs a tool
+the agent was shown (the context window it saved, ``context.json``: what it told the agent,
+which copies are judged against (the instructions, the persona block, the framing of events and
+tool results), and the window "I don't know" is judged against). A turn that needs a tool
 passes only if the service's state shows it: a reminder in its list, a task among its tasks.
 At the end of each conversation the core memory's human block is read: ``core_kept`` counts
 the facts a conversation lists under ``core`` (a diet, an allergy, a partner's name) found there.
@@ -131,9 +132,18 @@ class Watched:
     reminders: int = 0
 
 
+# The persona block as the saved core memory renders it, and a line of a system message that
+# lists something shown (a memory, a heartbeat's numbered item) rather than telling the model.
+_PERSONA = re.compile(r"<persona[^>]*>(.*?)</persona>", re.DOTALL)
+_LISTED = re.compile(r"^\s*(?:-|\d+\.)\s")
+# What follows the tag of an event that carries content: a task's outcome, a reminder's words.
+_CONTENT_AFTER_TAG = re.compile(r"^(\[(?:task|reminder)[^\]]*\]).*")
+
+
 def shown_to_agent(data_dir: Path) -> tuple[str, str]:
-    """The agent's instructions and the rest of its saved context window (summary, core
-    memory, messages and the memories shown with them)."""
+    """What the saved context window told the agent (its instructions, the persona block, the
+    lines of system messages that list nothing: an event's framing, a tool's result), and the
+    rest of it (summary, core memory, messages and the memories shown with them)."""
     path = data_dir / "context.json"
     try:
         state = json.loads(path.read_text(encoding="utf-8"))
@@ -141,9 +151,19 @@ def shown_to_agent(data_dir: Path) -> tuple[str, str]:
         return "", ""
     parts = [str(state.get("summary") or "")]
     core = state.get("core_prefix") or state.get("core_snapshot") or ""
-    parts.append(json.dumps(core, ensure_ascii=False) if not isinstance(core, str) else core)
+    core = json.dumps(core, ensure_ascii=False) if not isinstance(core, str) else core
+    parts.append(core)
     parts += [str(message.get("content") or "") for message in state.get("fifo", [])]
-    return str(state.get("instructions") or ""), "\n".join(parts)
+    told = [str(state.get("instructions") or ""), *_PERSONA.findall(core)]
+    told += [
+        _CONTENT_AFTER_TAG.sub(r"\1", line)
+        for message in state.get("fifo", [])
+        if message.get("role") == "system"
+        and not str(message.get("content")).startswith("[summary")
+        for line in str(message.get("content") or "").splitlines()
+        if not _LISTED.match(line)
+    ]
+    return "\n".join(told), "\n".join(parts)
 
 
 async def run_conversation(

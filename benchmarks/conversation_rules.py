@@ -19,7 +19,8 @@ from dataclasses import dataclass, field
 
 from voice.wer import normalize
 
-# A span this many words long, shared with the instructions and said by no user, is copied.
+# A span this many words long, shared with what the window told the agent (its instructions,
+# the persona block, an event's framing) and said by no user, is copied.
 COPIED_SPAN_WORDS = 6
 # A sentence this many words long, said before in the conversation, repeats an earlier reply.
 REPEATED_SENTENCE_WORDS = 6

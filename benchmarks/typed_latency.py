@@ -19,8 +19,9 @@ settings to the service (``llm.pause_background=false`` for the design without t
 
 ``--json`` prints ``{"<profile>": {"runs": [{"first_word_ms", "stages_ms": {stage: {"p50",
 "p95", "max"}}, "ratio_to_goal", "turns", "replied", "failed", "replies_copying_an_earlier_one",
-"replies_repeating_the_user"}], "first_word_ms" (all runs' turns together), "ratio_to_goal",
-"lived_in", "pause_s", "settings"}}``; per-turn lines go to stderr.
+"replies_repeating_the_user", "replies_saying_the_prompt_back"}], "first_word_ms" (all runs'
+turns together), "ratio_to_goal", "lived_in", "pause_s", "settings"}}``; per-turn lines go to
+stderr.
 """
 
 from __future__ import annotations
@@ -89,7 +90,13 @@ def summarise(profile: str, results: Sequence[Any]) -> dict[str, Any]:
         "failed": sum(result.error is not None for result in results),
         "replies_copying_an_earlier_one": copied_share([r.reply for r in answered]),
         "replies_repeating_the_user": repeated_share([(r.case.say, r.reply) for r in answered]),
+        # Six words or more of what the window told the agent (conversation_rules.copies).
+        "replies_saying_the_prompt_back": f"{sum(map(_says_the_prompt, answered))}/{len(answered)}",
     }
+
+
+def _says_the_prompt(result: Any) -> bool:
+    return any(copy.startswith("the instructions") for copy in result.verdict.copies)
 
 
 def bench_profile(

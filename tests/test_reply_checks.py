@@ -83,7 +83,16 @@ def test_a_re_ask_found_while_flushing_ends_the_flush_there(asking: int) -> None
 
 
 def test_the_order_is_declared_once_and_the_settings_name_the_same_checks() -> None:
-    assert NAMES == ("grounding", "asides", "opening", "diet", "loops", "perspective", "echo")
+    assert NAMES == (
+        "grounding",
+        "asides",
+        "opening",
+        "notes",
+        "diet",
+        "loops",
+        "perspective",
+        "echo",
+    )
     assert set(get_args(ReplyCheck)) == set(NAMES)
     assert Settings().agent.reply_checks == list(NAMES)
     assert AgentConfig().reply_checks == NAMES

@@ -11,6 +11,7 @@ from collections.abc import Callable, Iterator
 
 from assistant.agent.actions import Action, ActionError
 from assistant.agent.checks.check import Seen
+from assistant.agent.checks.notes import prompt_notes
 from assistant.agent.checks.pipeline import ReplyChecks
 from assistant.agent.checks.recent import RecentReplies
 from assistant.agent.context import ContextWindow
@@ -149,12 +150,17 @@ class StepTaker:
     def _seen(self, io: TurnIO) -> Seen:
         """What the checks compare the step's reply with, as the prompt stands now."""
         block = self.context.core.blocks.get("human")
+        human = block.value if block is not None else ""
+        messages = self.context.messages()
+        notes, facts = prompt_notes(messages, human)
         return Seen(
             heard=io.heard,
-            prompt="\n".join(message["content"] for message in self.context.messages()),
+            prompt="\n".join(message["content"] for message in messages),
             recent=self.replies,
-            human=block.value if block is not None else "",
+            human=human,
             said=tuple(self.context.user_said()),
+            notes=notes,
+            facts=facts,
         )
 
     def _failed(self, turn: Turn, message: str) -> None:

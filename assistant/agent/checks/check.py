@@ -47,6 +47,10 @@ class Seen:
     human: str
     # What the user said in the messages the window holds, oldest first (``heard`` last).
     said: tuple[str, ...] = ()
+    # What the prompt tells the model (instructions, persona, the framing of events), which
+    # a reply never says back, and what it was told of the user's world, which it may.
+    notes: str = ""
+    facts: str = ""
 
 
 class Check(ABC):

@@ -1,0 +1,146 @@
+"""A note of the prompt said back as the reply (assistant/agent/checks/notes.py): held while
+it could still be one, asked again at the opening, stopped before later, and nothing the model
+was told of the user's world taken for one."""
+
+from __future__ import annotations
+
+import pytest
+
+from assistant.agent.checks.check import Seen, Verdict
+from assistant.agent.checks.notes import NoteBack, note_words, prompt_notes
+from assistant.agent.checks.recent import RecentReplies
+from assistant.agent.context import MEMORIES_HEAD, SUMMARY_HEAD
+from assistant.agent.core_memory import DEFAULT_BLOCKS
+from assistant.agent.events import HeartbeatTick, TaskFinished, UserText
+from assistant.agent.reply_form import ReplyForm
+from assistant.agent.tools import Stores
+from tests.agent_helpers import ScriptedStream, agent_on, say
+
+PERSONA = DEFAULT_BLOCKS["persona"][1]
+NOTES = (
+    "Answer in plain words, as a friend would across the table.\n"
+    f"## Core memory\n{PERSONA}\n"
+    "[timer] set for the kettle; it rings in four minutes from now"
+)
+FACTS = "Name: Tamsin\nTamsin keeps bees on the allotment behind the old mill"
+
+
+def streamed(check: NoteBack, text: str, size: int = 4) -> tuple[str, list[str]]:
+    """What the check shows of ``text`` fed ``size`` characters at a time, and what it had
+    shown after each piece."""
+    shown, steps = "", []
+    for start in range(0, len(text), size):
+        shown += check.feed(text[start : start + size])
+        steps.append(shown)
+        if check.verdict is not Verdict.PASS:
+            return shown, steps
+    return shown + check.flush(), steps
+
+
+@pytest.mark.parametrize(
+    "reply",
+    [
+        # The persona said back as written, turned to the model's own voice, after an opening
+        # word the guard let through.
+        "You are Brain OS, the user's personal assistant on their computer.",
+        "I'm Brain OS, your personal assistant on your computer: warm and brief.",
+    ],
+)
+def test_a_note_at_the_opening_is_never_shown_and_asked_again(reply: str) -> None:
+    check = NoteBack(NOTES, FACTS)
+    shown, _ = streamed(check, reply)
+    assert check.verdict is Verdict.REASK
+    assert shown == ""
+    form = check.reasked(ReplyForm())
+    assert form.willing and form.avoiding and form.avoiding[0] == check.note
+    assert check.note is not None and "brain os" in check.note
+
+
+@pytest.mark.parametrize(
+    ("reply", "before"),
+    [
+        ("Tea is ready soon. Timer set for the kettle; it rings soon.", "Tea is ready soon."),
+        ("Well, you're Brain OS, the user's personal assistant.", "Well,"),
+    ],
+)
+def test_a_note_after_words_shown_stops_the_reply_before_it(reply: str, before: str) -> None:
+    check = NoteBack(NOTES, FACTS)
+    shown, _ = streamed(check, reply)
+    assert check.verdict is Verdict.STOP
+    # The words before the note were shown as they came; none of the note is.
+    assert shown.strip() == before
+
+
+def test_an_ordinary_reply_streams_through_unchanged_and_is_held_a_word_or_two_at_most() -> None:
+    check = NoteBack(NOTES, FACTS)
+    reply = "Honey from the allotment sounds lovely; how many hives do you keep there now?"
+    shown, steps = streamed(check, reply)
+    assert shown == reply and check.verdict is Verdict.PASS
+    for step, fed in zip(steps, range(4, len(reply) + 4, 4), strict=False):
+        assert len(reply[:fed].split()) - len(step.split()) <= 3
+
+
+def test_words_the_model_was_told_of_the_user_s_world_are_no_note() -> None:
+    # The same run in a note and in what the user said: saying it back is an answer.
+    notes = NOTES + "\nTamsin keeps bees on the allotment behind the old mill, remember"
+    check = NoteBack(notes, FACTS)
+    reply = "Tamsin keeps bees on the allotment behind the old mill."
+    assert streamed(check, reply)[0] == reply and check.verdict is Verdict.PASS
+
+
+def test_after_as_many_re_asks_as_a_copy_gets_a_note_only_stops_the_reply() -> None:
+    form = ReplyForm(willing=True, avoiding=("a", "b", "c"))
+    seen = Seen("hi", NOTES, RecentReplies(), "", notes=NOTES, facts=FACTS)
+    check = NoteBack.for_step(form, seen)
+    assert streamed(check, "You are Brain OS, the user's personal assistant.")[0] == ""
+    assert check.verdict is Verdict.STOP
+
+
+def test_words_compare_in_one_person() -> None:
+    keys = [key for key, _ in note_words("I'm here for the user's plans; you're theirs.")]
+    assert keys == ["you", "are", "here", "for", "your", "plans", "you", "are", "theirs"]
+
+
+def test_the_prompt_splits_into_notes_and_what_the_model_was_told() -> None:
+    tick = HeartbeatTick(digest=("1. The plumber comes at ten tomorrow",), may_speak=True)
+    messages = [
+        {
+            "role": "system",
+            "content": 'Be brief. Such as: {"message": "Noted, I will keep it in mind."}\n'
+            f"## Core memory\n{PERSONA}\nName: Tamsin",
+        },
+        {"role": "system", "content": f"{SUMMARY_HEAD}\nTamsin talked about her bees."},
+        {"role": "system", "content": f"{MEMORIES_HEAD}:\n- (2026-05-01) Tamsin sold honey"},
+        {"role": "system", "content": tick.prompt()},
+        {"role": "system", "content": TaskFinished("t1", "Three notes on the bees.").prompt()},
+        {"role": "user", "content": UserText("How are the hives?").prompt()},
+        {"role": "assistant", "content": "Buzzing, I hope."},
+    ]
+    notes, facts = prompt_notes(messages, "Name: Tamsin")
+    for note in ("Be brief.", PERSONA, "No one spoke. What changed", "If the user would want"):
+        assert note in notes
+    for fact in (
+        "Name: Tamsin",
+        "Noted, I will keep it in mind.",
+        "talked about her bees",
+        "Tamsin sold honey",
+        "The plumber comes at ten",
+        "Three notes on the bees.",
+        "How are the hives?",
+        "Buzzing, I hope.",
+    ):
+        assert fact in facts
+        assert fact not in notes or fact.startswith("Noted")  # the example's line tells too
+
+
+def test_the_step_asks_again_when_the_reply_says_the_persona_back(stores: Stores) -> None:
+    llm = ScriptedStream(
+        say("You're Brain OS, the user's personal assistant on their computer."),
+        say("Sure: so far I only know what you told me today."),
+    )
+    agent = agent_on(llm, stores)
+    turn = agent.respond(UserText("Tell me a bit about yourself and me."))
+    assert turn.reply == "Sure: so far I only know what you told me today."
+    assert len(llm.schemas) == 2
+    # The re-ask opens willingly, with none of the note's first words.
+    assert "Sure" in str(llm.schemas[1]) and "You|" not in str(llm.schemas[1])
