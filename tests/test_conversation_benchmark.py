@@ -4,10 +4,11 @@ catches what it names and lets an ordinary reply through."""
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import pytest
 
-from benchmarks.conversation import CASES, Conversation, core_kept, load, score
+from benchmarks.conversation import CASES, Conversation, core_kept, load, score, shown_to_agent
 from benchmarks.conversation_rules import Case, Seen, judge, says_unknown
 
 INSTRUCTIONS = (
@@ -166,3 +167,25 @@ def test_a_lower_case_word_after_a_greeting_is_no_one_addressed() -> None:
     case = Case("My aunt Zofia died last week.")
     assert not judge(case, "I'm sorry about your aunt Zofia.", seen([case.say])).wrong_person
     assert not judge(case, "Goodbye, talk soon.", seen([case.say])).wrong_person
+
+
+def test_what_the_saved_window_told_the_agent_is_its_instructions_persona_and_framing(
+    tmp_path: Path,
+) -> None:
+    state = {
+        "instructions": "Be kind and brief.",
+        "core_snapshot": '<persona chars="30/1200">\nYou are a helper on a laptop.\n</persona>\n'
+        '<human chars="12/1200">\nName: Rosa\n</human>',
+        "fifo": [
+            {"role": "system", "content": "[heartbeat t] Nobody spoke. Changed:\n1. Rain at 4"},
+            {"role": "system", "content": "[task t1 finished] Three notes on the roses.\nTell"},
+            {"role": "system", "content": "Memories:\n- (2026-01-02) Rosa pruned the roses"},
+            {"role": "user", "content": "Anything new?"},
+        ],
+    }
+    (tmp_path / "context.json").write_text(json.dumps(state), encoding="utf-8")
+    told, shown = shown_to_agent(tmp_path)
+    for note in ("Be kind and brief.", "You are a helper on a laptop.", "Nobody spoke. Changed:"):
+        assert note in told
+    for fact in ("Name: Rosa", "Rain at 4", "Three notes on the roses.", "pruned the roses"):
+        assert fact not in told and fact in shown

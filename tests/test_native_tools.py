@@ -132,7 +132,7 @@ def test_plain_content_is_the_reply_and_is_kept_as_a_send_message(stores: Stores
 
 
 def test_a_send_message_call_streams_while_its_arguments_arrive(stores: Stores) -> None:
-    message = 'Hello "Sid"! Café \u2615 \U0001f600 ok'
+    message = 'Hello "Sid", café \u2615 \U0001f600 ok'
     llm = ScriptedTools(call("send_message", message=message), chunk=3)
     pieces: list[str] = []
     turn = make_agent(llm, stores).respond(UserText("Hi"), on_text=pieces.append)

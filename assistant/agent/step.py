@@ -11,9 +11,9 @@ from collections.abc import Callable, Iterator
 
 from assistant.agent.actions import Action, ActionError
 from assistant.agent.checks.check import Seen
-from assistant.agent.checks.notes import prompt_notes
 from assistant.agent.checks.pipeline import ReplyChecks
 from assistant.agent.checks.recent import RecentReplies
+from assistant.agent.checks.runs import prompt_notes
 from assistant.agent.context import ContextWindow
 from assistant.agent.dispatch import Dispatcher
 from assistant.agent.drafting import Drafting

@@ -1,14 +1,15 @@
-"""A note of the prompt said back as the reply (assistant/agent/checks/notes.py): held while
-it could still be one, asked again at the opening, stopped before later, and nothing the model
-was told of the user's world taken for one."""
+"""A run of words copied into a reply (assistant/agent/checks/runs.py), from a note of the
+prompt or an earlier reply: held while it could still be one, asked again at the opening,
+stopped before later in the first sentence, a later sentence holding one left out, and nothing
+the model was told of the user's world taken for one."""
 
 from __future__ import annotations
 
 import pytest
 
 from assistant.agent.checks.check import Seen, Verdict
-from assistant.agent.checks.notes import NoteBack, note_words, prompt_notes
 from assistant.agent.checks.recent import RecentReplies
+from assistant.agent.checks.runs import CopiedRun, prompt_notes, run_words
 from assistant.agent.context import MEMORIES_HEAD, SUMMARY_HEAD
 from assistant.agent.core_memory import DEFAULT_BLOCKS
 from assistant.agent.events import HeartbeatTick, TaskFinished, UserText
@@ -25,14 +26,14 @@ NOTES = (
 FACTS = "Name: Tamsin\nTamsin keeps bees on the allotment behind the old mill"
 
 
-def streamed(check: NoteBack, text: str, size: int = 4) -> tuple[str, list[str]]:
+def streamed(check: CopiedRun, text: str, size: int = 4) -> tuple[str, list[str]]:
     """What the check shows of ``text`` fed ``size`` characters at a time, and what it had
     shown after each piece."""
     shown, steps = "", []
     for start in range(0, len(text), size):
         shown += check.feed(text[start : start + size])
         steps.append(shown)
-        if check.verdict is not Verdict.PASS:
+        if check.verdict in (Verdict.STOP, Verdict.REASK):
             return shown, steps
     return shown + check.flush(), steps
 
@@ -47,32 +48,32 @@ def streamed(check: NoteBack, text: str, size: int = 4) -> tuple[str, list[str]]
     ],
 )
 def test_a_note_at_the_opening_is_never_shown_and_asked_again(reply: str) -> None:
-    check = NoteBack(NOTES, FACTS)
+    check = CopiedRun(NOTES, FACTS)
     shown, _ = streamed(check, reply)
     assert check.verdict is Verdict.REASK
     assert shown == ""
     form = check.reasked(ReplyForm())
-    assert form.willing and form.avoiding and form.avoiding[0] == check.note
-    assert check.note is not None and "brain os" in check.note
+    assert form.willing and form.avoiding and form.avoiding[0] == check.copied
+    assert check.copied is not None and "brain os" in check.copied
 
 
-@pytest.mark.parametrize(
-    ("reply", "before"),
-    [
-        ("Tea is ready soon. Timer set for the kettle; it rings soon.", "Tea is ready soon."),
-        ("Well, you're Brain OS, the user's personal assistant.", "Well,"),
-    ],
-)
-def test_a_note_after_words_shown_stops_the_reply_before_it(reply: str, before: str) -> None:
-    check = NoteBack(NOTES, FACTS)
-    shown, _ = streamed(check, reply)
+def test_a_note_in_the_first_sentence_after_words_shown_stops_the_reply_before_it() -> None:
+    check = CopiedRun(NOTES, FACTS)
+    shown, _ = streamed(check, "Well, you're Brain OS, the user's personal assistant.")
     assert check.verdict is Verdict.STOP
     # The words before the note were shown as they came; none of the note is.
-    assert shown.strip() == before
+    assert shown.strip() == "Well,"
+
+
+def test_a_later_sentence_saying_a_note_is_left_out() -> None:
+    check = CopiedRun(NOTES, FACTS)
+    shown, _ = streamed(check, "Tea is ready soon. Timer set for the kettle; it rings soon. Enjoy!")
+    assert check.verdict is Verdict.TRIM
+    assert shown == "Tea is ready soon. Enjoy!"
 
 
 def test_an_ordinary_reply_streams_through_unchanged_and_is_held_a_word_or_two_at_most() -> None:
-    check = NoteBack(NOTES, FACTS)
+    check = CopiedRun(NOTES, FACTS)
     reply = "Honey from the allotment sounds lovely; how many hives do you keep there now?"
     shown, steps = streamed(check, reply)
     assert shown == reply and check.verdict is Verdict.PASS
@@ -83,7 +84,7 @@ def test_an_ordinary_reply_streams_through_unchanged_and_is_held_a_word_or_two_a
 def test_words_the_model_was_told_of_the_user_s_world_are_no_note() -> None:
     # The same run in a note and in what the user said: saying it back is an answer.
     notes = NOTES + "\nTamsin keeps bees on the allotment behind the old mill, remember"
-    check = NoteBack(notes, FACTS)
+    check = CopiedRun(notes, FACTS)
     reply = "Tamsin keeps bees on the allotment behind the old mill."
     assert streamed(check, reply)[0] == reply and check.verdict is Verdict.PASS
 
@@ -91,13 +92,13 @@ def test_words_the_model_was_told_of_the_user_s_world_are_no_note() -> None:
 def test_after_as_many_re_asks_as_a_copy_gets_a_note_only_stops_the_reply() -> None:
     form = ReplyForm(willing=True, avoiding=("a", "b", "c"))
     seen = Seen("hi", NOTES, RecentReplies(), "", notes=NOTES, facts=FACTS)
-    check = NoteBack.for_step(form, seen)
+    check = CopiedRun.for_step(form, seen)
     assert streamed(check, "You are Brain OS, the user's personal assistant.")[0] == ""
     assert check.verdict is Verdict.STOP
 
 
 def test_words_compare_in_one_person() -> None:
-    keys = [key for key, _ in note_words("I'm here for the user's plans; you're theirs.")]
+    keys = [key for key, _ in run_words("I'm here for the user's plans; you're theirs.")]
     assert keys == ["you", "are", "here", "for", "your", "plans", "you", "are", "theirs"]
 
 
@@ -144,3 +145,58 @@ def test_the_step_asks_again_when_the_reply_says_the_persona_back(stores: Stores
     assert len(llm.schemas) == 2
     # The re-ask opens willingly, with none of the note's first words.
     assert "Sure" in str(llm.schemas[1]) and "You|" not in str(llm.schemas[1])
+
+
+EARLIER = [
+    "Lovely, I'm glad to hear that you're painting the shed this weekend!",
+    "Tide tables help: a calm bay at dawn is a good place to start a swim.",
+]
+
+
+def test_an_earlier_reply_s_template_at_the_opening_is_asked_again() -> None:
+    check = CopiedRun(NOTES, FACTS, EARLIER)
+    shown, _ = streamed(check, "I'm glad to hear that you're taking the ferry to Arran.")
+    assert shown == "" and check.verdict is Verdict.REASK
+    assert check.copied is not None and check.copied.startswith("i'm glad to hear")
+
+
+def test_a_later_sentence_carrying_an_earlier_phrase_is_left_out_and_the_reply_goes_on() -> None:
+    check = CopiedRun(NOTES, FACTS, EARLIER)
+    reply = (
+        "Pack a warm hat. Mornings: a calm bay at dawn is a good place to start a swim. "
+        "Take a thermos of tea too."
+    )
+    shown, _ = streamed(check, reply)
+    assert check.verdict is Verdict.TRIM
+    assert shown == "Pack a warm hat. Take a thermos of tea too."
+
+
+def test_an_answer_owned_as_said_again_may_say_an_earlier_reply_s_words() -> None:
+    check = CopiedRun(NOTES, FACTS, EARLIER)
+    reply = "As I said, a calm bay at dawn is a good place to start a swim."
+    assert streamed(check, reply)[0] == reply and check.verdict is Verdict.PASS
+
+
+def test_an_earlier_reply_s_words_that_the_user_said_too_are_no_copy() -> None:
+    facts = FACTS + "\nI'm painting the shed this weekend with my brother"
+    check = CopiedRun(NOTES, facts, ["Have fun painting the shed this weekend with your brother!"])
+    reply = "You're painting the shed this weekend with your brother, right?"
+    assert streamed(check, reply)[0] == reply and check.verdict is Verdict.PASS
+
+
+@pytest.mark.parametrize(
+    ("reply", "shown_after", "verdict"),
+    [
+        # The copy asked again for, after a willing word: nothing but the cheer would be left.
+        ("Sure! I'm glad to hear that you're painting the shed.", "", Verdict.REASK),
+        ("Sure! Take the early ferry, it is quieter.", None, Verdict.PASS),
+        ("Of course.", None, Verdict.PASS),
+    ],
+)
+def test_on_a_re_ask_a_cheer_is_never_all_that_is_left(
+    reply: str, shown_after: str | None, verdict: Verdict
+) -> None:
+    check = CopiedRun(NOTES, FACTS, EARLIER, hold_cheer=True)
+    shown, _ = streamed(check, reply)
+    assert check.verdict is verdict
+    assert shown == (reply if shown_after is None else shown_after)

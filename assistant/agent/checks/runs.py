@@ -1,0 +1,289 @@
+"""A run of words copied into the reply: a note of the prompt, or an earlier reply's.
+
+The prompt tells the model who it is and what happened in words meant for it alone: the
+instructions, the persona block, the framing of an event ("No one spoke. What changed since you
+last looked"), a tool's result. With few memories in view, the 0.5B model answered a question
+about what it knew with its persona block, word for word, and a user's message with the framing
+of a heartbeat before it. ``NOTE_WORDS`` words in a row of those notes are a note said back.
+
+Deep in a conversation the same model fills one template reply after reply ("I'm glad to hear
+that you're <the user's words>") and carries one phrase of an earlier reply into answers about
+anything ("... can be a great way to <the same eleven words>"). ``REPLY_WORDS`` words in a row
+of a recent reply are a copy, unless the reply owns an answer said again ("As I said, ...":
+opening.py).
+
+In the reply's first sentence, the text is held while its words, from any word on, could still
+be such a run: one that is, at the opening, is never shown and the reply is asked for again,
+held to a willing opening that does not begin like it; after words were shown, the reply stops
+before it. A later sentence is held whole and left out if it holds one, and the reply goes on
+(so no sentence is cut in half). On a re-ask, whose opening is a willing word, a short first
+sentence ("Sure!") waits for the next: the 0.5B model went on with the very copy it was asked
+again for, and a cheer alone was left; then the reply is asked again instead.
+
+Words the model may well say again are no copy: what the user said, the memories and the
+summary shown, what the core memory holds of the user, the items a heartbeat lists, the outcome
+of a task, a reply the instructions give as an example. A run found there as well is let
+through. Words are compared in one person ("you're" and "I am" alike, "the user's" as "your"):
+the model turns a note to speak of itself or to the user.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Sequence
+from dataclasses import replace
+from typing import Self
+
+from assistant.agent.checks.check import Check, Seen, Verdict
+from assistant.agent.checks.opening import COPY_REASKS, owned
+from assistant.agent.checks.text import SENTENCE_END, normal, straight
+from assistant.agent.context import SUMMARY_HEAD
+from assistant.agent.reply_form import ReplyForm
+from assistant.llm.messages import Message
+
+# How many words in a row of a note make a reply that says it back. Five were found in
+# ordinary replies ("let me know if you") that an instruction also says.
+NOTE_WORDS = 6
+# How many words in a row of a recent reply make a copy (as compared: "I'm" is two): a
+# template's fixed part ("I'm glad to hear that you're") is eight.
+REPLY_WORDS = 8
+# A first sentence this short is a cheer or a nod ("Sure!", "Of course."), no answer.
+CHEER_WORDS = 2
+# A line of a system message that lists a thing the model was shown (a memory, a heartbeat's
+# numbered item) rather than telling it what to do.
+_ITEM = re.compile(r"^\s*(?:-|\d+\.)\s")
+# A line that tells of an event with its content after the tag: a task's outcome, a fired
+# reminder's words.
+_CONTENT_TAG = re.compile(r"^\s*\[(?:task|reminder)\b[^\]]*\]\s*")
+# A reply written as an example, in the JSON a step writes: words the model is shown to say
+# ("I don't know, you haven't told me"), not a note about what to do.
+_EXAMPLE_REPLY = re.compile(r'"message": "((?:[^"\\]|\\.)*)"')
+_WORD = re.compile(r"[a-z0-9]+(?:'[a-z]+)?")
+_CONTRACTIONS = (("n't", " not"), ("'re", " are"), ("'m", " am"), ("'ll", " will"))
+# One person for all: "I am", "you're" and "we are" compare alike.
+_PERSON = {
+    "i": "you",
+    "me": "you",
+    "we": "you",
+    "us": "you",
+    "my": "your",
+    "our": "your",
+    "their": "your",
+    "mine": "yours",
+    "myself": "yourself",
+    "am": "are",
+    "is": "are",
+}
+
+Run = tuple[str, ...]
+
+
+def run_words(text: str) -> list[tuple[str, int]]:
+    """The words of ``text`` as compared, each with where the word it comes from starts."""
+    keys: list[tuple[str, int]] = []
+    for match in _WORD.finditer(straight(text).lower()):
+        word = match.group(0)
+        if keys and keys[-1][0] == "the" and word in ("user", "user's"):
+            keys.pop()
+            word = "you" if word == "user" else "your"
+        for contraction, full in _CONTRACTIONS:
+            if word.endswith(contraction):
+                word = word[: -len(contraction)] + full
+                break
+        for part in word.split():
+            keys.append((_PERSON.get(part, part), match.start()))
+    return keys
+
+
+def _runs(texts: Iterable[str], length: int) -> set[Run]:
+    found: set[Run] = set()
+    for text in texts:
+        keys = [key for key, _ in run_words(text)]
+        found.update(tuple(keys[i : i + length]) for i in range(len(keys) - length + 1))
+    return found
+
+
+def prompt_notes(messages: Sequence[Message], human: str) -> tuple[str, str]:
+    """The prompt's ``messages`` split into what tells the model (its notes) and what it was
+    told of the user's world (``human``, the core memory's user block, among it)."""
+    notes: list[str] = []
+    facts: list[str] = [human]
+    for message in messages:
+        content = message["content"]
+        if message["role"] != "system" or content.startswith(SUMMARY_HEAD):
+            facts.append(content)
+            continue
+        facts += _EXAMPLE_REPLY.findall(content)
+        for line in (content.replace(human, "") if human else content).splitlines():
+            tag = _CONTENT_TAG.match(line)
+            if tag is not None:
+                notes.append(line[: tag.end()])
+                facts.append(line[tag.end() :])
+            else:
+                (facts if _ITEM.match(line) else notes).append(line)
+    return "\n".join(notes), "\n".join(facts)
+
+
+class CopiedRun(Check):
+    """Feed it the text of one reply as it streams; it returns what may be shown now."""
+
+    name = "runs"
+
+    def __init__(
+        self,
+        notes: str,
+        facts: str = "",
+        earlier: Sequence[str] = (),
+        may_reask: bool = True,
+        hold_cheer: bool = False,
+    ) -> None:
+        """``earlier``: the recent replies, whose runs this one may not copy."""
+        self._notes = _runs([notes], NOTE_WORDS) - _runs([facts], NOTE_WORDS)
+        self._said = _runs(earlier, REPLY_WORDS) - _runs([facts], REPLY_WORDS)
+        self._starts = {
+            run[:length]
+            for runs in (self._notes, self._said)
+            for run in runs
+            for length in range(1, len(run))
+        }
+        self._may_reask = may_reask
+        self._fed = ""  # all of the reply so far (whether it owns an answer said again)
+        self._held = ""  # what is not shown yet
+        self._first = True  # the sentence being written is the reply's first
+        self._shown = False  # whether any word of the reply was shown
+        # The run the first sentence copied (its text from there, in normal form).
+        self.copied: str | None = None
+        self.dropped = False  # a later sentence holding one was left out
+        self._left_out = ""  # the first such sentence (normal form)
+        # On a re-ask the reply opens with a willing word, and the 0.5B model went on with the
+        # copy it was asked again for: a short first sentence is held until what follows it
+        # is judged, so that a cheer is never all that is left.
+        self._hold_cheer = hold_cheer
+        self._cheer = ""
+
+    @classmethod
+    def for_step(cls, form: ReplyForm, seen: Seen) -> Self:
+        earlier = seen.recent.sentences()
+        may_reask = len(form.avoiding) < COPY_REASKS
+        return cls(seen.notes, seen.facts, earlier, may_reask, hold_cheer=form.willing)
+
+    @property
+    def verdict(self) -> Verdict:
+        if self.copied is not None:
+            return Verdict.REASK if self._may_reask and not self._shown else Verdict.STOP
+        return Verdict.TRIM if self.dropped else Verdict.PASS
+
+    def reason(self) -> str:
+        if self.copied is not None:
+            return f"the reply copied a note of the prompt or an earlier reply: {self.copied!r}"
+        return "a sentence copying a note or an earlier reply was left out" if self.dropped else ""
+
+    def reasked(self, form: ReplyForm) -> ReplyForm:
+        avoiding = (*form.avoiding, self.copied) if self.copied is not None else form.avoiding
+        return replace(form, willing=True, avoiding=avoiding)
+
+    def feed(self, piece: str) -> str:
+        if self.copied is not None or not self._starts:
+            return "" if self.copied is not None else piece
+        self._fed += piece
+        self._held += piece
+        return self._release(final=False)
+
+    def flush(self) -> str:
+        return "" if self.copied is not None else self._release(final=True)
+
+    def _release(self, final: bool) -> str:
+        shown = ""
+        while self._held and self.copied is None:
+            if self._first:
+                # Where the first sentence ends, if it did (the held text ends the reply).
+                end = SENTENCE_END.search(self._fed)
+                split = end.end() - (len(self._fed) - len(self._held)) if end else None
+                if split is None and (final or not self._hold_cheer):
+                    shown += self._opened(self._opening(final))
+                if split is None:
+                    break
+                self._first = False
+                if split > 0:  # judged whole, then the rest is a later sentence's
+                    rest, self._held = self._held[split:], self._held[:split]
+                    shown += self._opened(self._opening(final=True))
+                    self._held = "" if self.copied else rest
+                continue
+            end = SENTENCE_END.search(self._held)
+            if end is None and not final:
+                break
+            cut = end.end() if end is not None else len(self._held)
+            sentence, self._held = self._held[:cut], self._held[cut:]
+            if self._copies(sentence) is not None:
+                self.dropped, self._left_out = True, self._left_out or normal(sentence)
+            else:
+                shown += self._show(self._cheer + sentence)
+                self._cheer = ""
+        if final and self._cheer:
+            if self.dropped:  # nothing but the cheer is left: the reply is asked again
+                self.copied = self._left_out
+            else:
+                shown += self._show(self._cheer)
+            self._cheer = ""
+        return shown
+
+    def _opened(self, text: str) -> str:
+        """What is shown of the first sentence's ``text``: on a re-ask, a cheer alone
+        ("Sure!") waits for what follows it."""
+        if self._hold_cheer and not self._shown and len(text.split()) <= CHEER_WORDS:
+            self._cheer += text
+            return ""
+        return self._show(text)
+
+    def _opening(self, final: bool) -> str:
+        """What of the first sentence, held, is shown: all of it before the earliest word that
+        could still begin a copied run (the last word too while it may be cut short)."""
+        words = run_words(self._held)
+        if not final and words and _open_word(self._held):
+            cut = words[-1][1]
+            words = [word for word in words if word[1] < cut]
+        else:
+            cut = len(self._held)
+        keys = tuple(key for key, _ in words)
+        at = self._copies_at(keys)
+        if at is not None:
+            self.copied = normal(self._held[words[at][1] :])
+            shown, self._held = self._held[: words[at][1]], ""
+            return shown
+        if not final:
+            longest = max(NOTE_WORDS, REPLY_WORDS)
+            for index in range(max(0, len(keys) - longest + 1), len(keys)):
+                if self._may_begin(keys[index:]):
+                    cut = words[index][1]
+                    break
+        shown, self._held = self._held[:cut], self._held[cut:]
+        return shown
+
+    def _copies(self, sentence: str) -> int | None:
+        return self._copies_at(tuple(key for key, _ in run_words(sentence)))
+
+    def _copies_at(self, keys: Run) -> int | None:
+        """Where the first copied run in ``keys`` starts, if any does."""
+        said = self._said if not owned(self._fed.lstrip()) else set()
+        for index in range(len(keys)):
+            if keys[index : index + NOTE_WORDS] in self._notes:
+                return index
+            if keys[index : index + REPLY_WORDS] in said:
+                return index
+        return None
+
+    def _may_begin(self, ahead: Run) -> bool:
+        """Whether ``ahead``, the last words written, may begin a copied run (a last "the"
+        may become "your" with the word after it: "the user's")."""
+        if ahead[-1] == "the":
+            return len(ahead) == 1 or ahead[:-1] in self._starts
+        return ahead in self._starts
+
+    def _show(self, text: str) -> str:
+        self._shown |= any(char.isalnum() for char in text)
+        return text
+
+
+def _open_word(text: str) -> bool:
+    """Whether ``text`` ends inside a word (it may go on in the next piece)."""
+    return bool(text) and (text[-1].isalnum() or text[-1] in "'\u2019")
