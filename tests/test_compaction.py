@@ -15,6 +15,7 @@ from typing import Any
 
 import pytest
 
+from assistant.agent import window_keeper
 from assistant.agent.agent import Agent
 from assistant.agent.compaction import (
     SUMMARY_SCHEMA,
@@ -258,6 +259,23 @@ def test_a_summary_finished_while_the_user_writes_waits_for_the_end_of_that_turn
             break
         time.sleep(0.05)
     assert model.summaries[-1] == [*now, {"role": "user", "content": "…"}], "note read ahead"
+
+
+def test_a_summary_swapped_in_at_the_end_of_a_turn_is_saved_with_the_window_once(
+    stores: Stores, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    background = HeldSummaries()
+    agent = compacting_agent(ScriptedStream(say("Lovely.")), stores, background, tmp_path / "w")
+    assert agent.compactor is not None
+    fill(agent)
+    assert agent.prepare("And the fern")  # the user is writing: the summary waits
+    background.release.set()
+    assert agent.compactor.wait(10)
+    saved: list[str] = []
+    monkeypatch.setattr(window_keeper, "save_context", lambda path, context: saved.append(path))
+    agent.respond(UserText("And the fern"))
+    assert agent.context.summary == background.summary
+    assert saved == [tmp_path / "w"], "one save a turn, the summary in it"
 
 
 def test_an_overflow_while_a_summary_is_written_waits_for_it(stores: Stores) -> None:

@@ -119,7 +119,8 @@ def test_the_prompt_splits_into_notes_and_what_the_model_was_told() -> None:
     ]
     notes, facts = prompt_notes(messages, "Name: Tamsin")
     for note in ("Be brief.", PERSONA, "No one spoke. What changed", "If the user would want"):
-        assert note in notes
+        assert note in notes and note not in facts
+    assert "(2026-05-01)" not in facts, "a memory's date is layout"
     for fact in (
         "Name: Tamsin",
         "Noted, I will keep it in mind.",
@@ -128,10 +129,9 @@ def test_the_prompt_splits_into_notes_and_what_the_model_was_told() -> None:
         "The plumber comes at ten",
         "Three notes on the bees.",
         "How are the hives?",
-        "Buzzing, I hope.",
     ):
         assert fact in facts
-        assert fact not in notes or fact.startswith("Noted")  # the example's line tells too
+    assert "Buzzing, I hope." not in facts, "an earlier reply may not be copied"
 
 
 def test_the_step_asks_again_when_the_reply_says_the_persona_back(stores: Stores) -> None:
@@ -200,3 +200,43 @@ def test_on_a_re_ask_a_cheer_is_never_all_that_is_left(
     shown, _ = streamed(check, reply)
     assert check.verdict is verdict
     assert shown == (reply if shown_after is None else shown_after)
+
+
+@pytest.mark.parametrize(
+    "tail",
+    [
+        "Core memory: human now reads: Name: Tamsin, bees on the allotment.",
+        "- (2026-05-01) Tamsin sold honey at the market.",
+    ],
+)
+def test_the_prompt_s_layout_said_back_after_an_answer_is_left_out(tail: str) -> None:
+    messages = [
+        {"role": "system", "content": f"Be brief.\n## Core memory\n{PERSONA}"},
+        {"role": "system", "content": "[core memory] human now reads:\nName: Tamsin, bees"},
+        {"role": "system", "content": "Memories:\n- (2026-05-01) Tamsin sold honey at the market"},
+        {"role": "user", "content": "Did I sell any honey?"},
+    ]
+    notes, facts = prompt_notes(messages, "Name: Tamsin, bees on the allotment")
+    check = CopiedRun(notes, facts)
+    shown, _ = streamed(check, f"Yes, you sold honey at the market. {tail}")
+    assert shown == "Yes, you sold honey at the market. " and check.verdict is Verdict.TRIM
+    # Said without the layout, the same memory is an answer.
+    again = CopiedRun(notes, facts)
+    reply = "Yes. Tamsin sold honey at the market."
+    assert streamed(again, reply)[0] == reply and again.verdict is Verdict.PASS
+
+
+def test_the_step_asks_again_when_a_reply_copies_a_run_of_one_in_the_window(
+    stores: Stores,
+) -> None:
+    first = "Lovely, I'm glad to hear that you're painting the shed this weekend."
+    llm = ScriptedStream(
+        say(first),
+        say("Lovely, I'm glad to hear that you're baking bread this weekend."),
+        say("Sure: fresh bread on a Sunday sounds wonderful."),
+    )
+    agent = agent_on(llm, stores)
+    assert agent.respond(UserText("I'm painting the shed this weekend.")).reply == first
+    turn = agent.respond(UserText("I'm baking bread this weekend too."))
+    assert turn.reply == "Sure: fresh bread on a Sunday sounds wonderful."
+    assert len(llm.schemas) == 3

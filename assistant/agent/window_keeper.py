@@ -132,11 +132,13 @@ class WindowKeeper:
         """The reply is out: a summary that finished during the turn (or while the user wrote
         its message) goes in, the window is saved, and its oldest part is handed to a summary
         if that is due; a prompt so changed is read ahead while the user reads the reply."""
-        swapped = self.swap_in_compaction()
-        changed = self.compact_if_due() or swapped
+        held = len(self.context.fifo)
+        swapped = self.swap_in_compaction(save=False)
+        self.compact_if_due()
         if self.context_path is not None:
             save_context(self.context_path, self.context)
-        if changed and self.reads_ahead:
+        # A summary only started changes nothing in the prompt: nothing to read again.
+        if (swapped or len(self.context.fifo) != held) and self.reads_ahead:
             threading.Thread(target=self.read_ahead, name="read-ahead", daemon=True).start()
 
     def compact_if_due(self) -> bool:
@@ -159,10 +161,11 @@ class WindowKeeper:
             covers = tuple(context.pending)
             return compactor.start(CompactionStart(previous=context.summary, covers=covers))
 
-    def swap_in_compaction(self, before: Message | None = None) -> bool:
+    def swap_in_compaction(self, before: Message | None = None, save: bool = True) -> bool:
         """Put a finished summary in place of the messages it covers (the caller holds the
-        window), its note before ``before`` if given. A summary of messages no longer at the
-        head of the FIFO (a blocking flush came first) is dropped."""
+        window), its note before ``before`` if given, and save the window (unless ``save`` is
+        false: the caller saves it next). A summary of messages no longer at the head of the
+        FIFO (a blocking flush came first) is dropped."""
         compactor = self.compactor
         done = compactor.take() if compactor is not None else None
         if compactor is None or done is None:
@@ -172,7 +175,7 @@ class WindowKeeper:
             return False
         self._warned = False
         self.compactions += 1
-        if self.context_path is not None:
+        if save and self.context_path is not None:
             save_context(self.context_path, self.context)
         log.info("swapped in a summary of %d messages", len(done.start.covers))
         return True

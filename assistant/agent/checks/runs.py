@@ -23,8 +23,10 @@ again for, and a cheer alone was left; then the reply is asked again instead.
 Words the model may well say again are no copy: what the user said, the memories and the
 summary shown, what the core memory holds of the user, the items a heartbeat lists, the outcome
 of a task, a reply the instructions give as an example. A run found there as well is let
-through. Words are compared in one person ("you're" and "I am" alike, "the user's" as "your"):
-the model turns a note to speak of itself or to the user.
+through; one across a note and a fact, or taking in a memory's date, is the prompt's layout
+said back (at floor 0.4 the 0.5B model went on after its answer with "human now reads: Name:
+..." and with a memory line, date and all). Words are compared in one person ("you're" and "I
+am" alike, "the user's" as "your"): the model turns a note to speak of itself or to the user.
 """
 
 from __future__ import annotations
@@ -49,9 +51,9 @@ NOTE_WORDS = 6
 REPLY_WORDS = 8
 # A first sentence this short is a cheer or a nod ("Sure!", "Of course."), no answer.
 CHEER_WORDS = 2
-# A line of a system message that lists a thing the model was shown (a memory, a heartbeat's
-# numbered item) rather than telling it what to do.
-_ITEM = re.compile(r"^\s*(?:-|\d+\.)\s")
+# A line of a system message that lists a thing the model was shown (a memory, with the day
+# it was written, or a heartbeat's numbered item) rather than telling it what to do.
+_ITEM = re.compile(r"^\s*(?:-|\d+\.)\s+(?:\(\d{4}-\d{2}-\d{2}\)\s*)?")
 # A line that tells of an event with its content after the tag: a task's outcome, a fired
 # reminder's words.
 _CONTENT_TAG = re.compile(r"^\s*\[(?:task|reminder)\b[^\]]*\]\s*")
@@ -59,6 +61,7 @@ _CONTENT_TAG = re.compile(r"^\s*\[(?:task|reminder)\b[^\]]*\]\s*")
 # ("I don't know, you haven't told me"), not a note about what to do.
 _EXAMPLE_REPLY = re.compile(r'"message": "((?:[^"\\]|\\.)*)"')
 _WORD = re.compile(r"[a-z0-9]+(?:'[a-z]+)?")
+
 _CONTRACTIONS = (("n't", " not"), ("'re", " are"), ("'m", " am"), ("'ll", " will"))
 # One person for all: "I am", "you're" and "we are" compare alike.
 _PERSON = {
@@ -104,23 +107,25 @@ def _runs(texts: Iterable[str], length: int) -> set[Run]:
 
 
 def prompt_notes(messages: Sequence[Message], human: str) -> tuple[str, str]:
-    """The prompt's ``messages`` split into what tells the model (its notes) and what it was
-    told of the user's world (``human``, the core memory's user block, among it)."""
+    """What the prompt's ``messages`` tell the model, laid out as they are (its notes), and
+    what they told it of the user's world (``human``, the core memory's user block, among it):
+    a run of the notes found in the facts too is no note, one across a framing and a fact, or
+    a memory's date, is the prompt's layout said back."""
     notes: list[str] = []
     facts: list[str] = [human]
     for message in messages:
         content = message["content"]
-        if message["role"] != "system" or content.startswith(SUMMARY_HEAD):
+        if message["role"] == "assistant":  # what the model said is no fact it was told
+            continue
+        if message["role"] == "user" or content.startswith(SUMMARY_HEAD):
             facts.append(content)
             continue
+        notes.append(content)
         facts += _EXAMPLE_REPLY.findall(content)
-        for line in (content.replace(human, "") if human else content).splitlines():
-            tag = _CONTENT_TAG.match(line)
+        for line in content.splitlines():
+            tag = _CONTENT_TAG.match(line) or _ITEM.match(line)
             if tag is not None:
-                notes.append(line[: tag.end()])
                 facts.append(line[tag.end() :])
-            else:
-                (facts if _ITEM.match(line) else notes).append(line)
     return "\n".join(notes), "\n".join(facts)
 
 
