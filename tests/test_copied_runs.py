@@ -153,11 +153,22 @@ EARLIER = [
 ]
 
 
-def test_an_earlier_reply_s_template_at_the_opening_is_asked_again() -> None:
+def test_an_earlier_reply_s_run_at_the_opening_is_left_to_the_opening_guard() -> None:
     check = CopiedRun(NOTES, FACTS, EARLIER)
-    shown, _ = streamed(check, "I'm glad to hear that you're taking the ferry to Arran.")
+    reply = "I'm glad to hear that you're taking the ferry to Arran."
+    assert streamed(check, reply)[0] == reply and check.verdict is Verdict.PASS
+
+
+def test_a_reply_that_would_be_a_cheer_alone_says_the_sentence_left_out_after_all() -> None:
+    check = CopiedRun(NOTES, FACTS, EARLIER)
+    reply = "Great! A calm bay at dawn is a good place to start a swim."
+    assert streamed(check, reply)[0] == reply and check.verdict is Verdict.PASS
+
+
+def test_a_note_that_may_begin_among_the_first_words_holds_them_with_it() -> None:
+    check = CopiedRun(NOTES, FACTS)
+    shown, _ = streamed(check, "I answer in plain words, as a friend would across the table.")
     assert shown == "" and check.verdict is Verdict.REASK
-    assert check.copied is not None and check.copied.startswith("i'm glad to hear")
 
 
 def test_a_later_sentence_carrying_an_earlier_phrase_is_left_out_and_the_reply_goes_on() -> None:
@@ -226,17 +237,15 @@ def test_the_prompt_s_layout_said_back_after_an_answer_is_left_out(tail: str) ->
     assert streamed(again, reply)[0] == reply and again.verdict is Verdict.PASS
 
 
-def test_the_step_asks_again_when_a_reply_copies_a_run_of_one_in_the_window(
+def test_a_later_sentence_copying_a_run_of_a_reply_in_the_window_is_left_out(
     stores: Stores,
 ) -> None:
     first = "Lovely, I'm glad to hear that you're painting the shed this weekend."
     llm = ScriptedStream(
         say(first),
-        say("Lovely, I'm glad to hear that you're baking bread this weekend."),
-        say("Sure: fresh bread on a Sunday sounds wonderful."),
+        say("Bread, yum. I'm glad to hear that you're baking bread this weekend. Enjoy!"),
     )
     agent = agent_on(llm, stores)
     assert agent.respond(UserText("I'm painting the shed this weekend.")).reply == first
     turn = agent.respond(UserText("I'm baking bread this weekend too."))
-    assert turn.reply == "Sure: fresh bread on a Sunday sounds wonderful."
-    assert len(llm.schemas) == 3
+    assert turn.reply == "Bread, yum. Enjoy!"

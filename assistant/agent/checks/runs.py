@@ -13,12 +13,16 @@ of a recent reply are a copy, unless the reply owns an answer said again ("As I 
 opening.py).
 
 In the reply's first sentence, the text is held while its words, from any word on, could still
-be such a run: one that is, at the opening, is never shown and the reply is asked for again,
-held to a willing opening that does not begin like it; after words were shown, the reply stops
-before it. A later sentence is held whole and left out if it holds one, and the reply goes on
-(so no sentence is cut in half). On a re-ask, whose opening is a willing word, a short first
-sentence ("Sure!") waits for the next: the 0.5B model went on with the very copy it was asked
-again for, and a cheer alone was left; then the reply is asked again instead.
+be a note said back (with the words before it, if it may begin among the first few): one that
+is, at the opening,
+is never shown and the reply is asked for again, held to a willing opening that does not begin
+like it; after words were shown, the reply stops before it. A later sentence is held whole and
+left out if it holds a note or an earlier reply's run, and the reply goes on (so no sentence is
+cut in half). An earlier reply's run in the first sentence is left to the opening guard: asked
+again for one, the 0.5B model wrote greetings to people in the memories and cheers alone. A
+reply that would be a cheer alone ("Great!") says the sentence left out after all; on a re-ask,
+whose opening is a willing word, a short first sentence waits for the next, and where nothing
+but it would be left the reply is asked again.
 
 Words the model may well say again are no copy: what the user said, the memories and the
 summary shown, what the core memory holds of the user, the items a heartbeat lists, the outcome
@@ -51,6 +55,9 @@ NOTE_WORDS = 6
 REPLY_WORDS = 8
 # A first sentence this short is a cheer or a nod ("Sure!", "Of course."), no answer.
 CHEER_WORDS = 2
+# A note that may begin among a reply's first words holds those words with it: begun after
+# them, it would leave them shown, cut off ("You're" alone).
+HOLD_WORDS = 3
 # A line of a system message that lists a thing the model was shown (a memory, with the day
 # it was written, or a heartbeat's numbered item) rather than telling it what to do.
 _ITEM = re.compile(r"^\s*(?:-|\d+\.)\s+(?:\(\d{4}-\d{2}-\d{2}\)\s*)?")
@@ -145,12 +152,10 @@ class CopiedRun(Check):
         """``earlier``: the recent replies, whose runs this one may not copy."""
         self._notes = _runs([notes], NOTE_WORDS) - _runs([facts], NOTE_WORDS)
         self._said = _runs(earlier, REPLY_WORDS) - _runs([facts], REPLY_WORDS)
-        self._starts = {
-            run[:length]
-            for runs in (self._notes, self._said)
-            for run in runs
-            for length in range(1, len(run))
-        }
+        # Only a note is looked for in the first sentence: an earlier reply's run found there
+        # was asked again, and the 0.5B model's re-asks wrote greetings to people in the
+        # memories ("Good morning, Caroline!") and cheers alone.
+        self._starts = {run[:length] for run in self._notes for length in range(1, len(run))}
         self._may_reask = may_reask
         self._fed = ""  # all of the reply so far (whether it owns an answer said again)
         self._held = ""  # what is not shown yet
@@ -159,7 +164,8 @@ class CopiedRun(Check):
         # The run the first sentence copied (its text from there, in normal form).
         self.copied: str | None = None
         self.dropped = False  # a later sentence holding one was left out
-        self._left_out = ""  # the first such sentence (normal form)
+        self._left_out = ""  # the first such sentence
+        self._shown_words = 0
         # On a re-ask the reply opens with a willing word, and the 0.5B model went on with the
         # copy it was asked again for: a short first sentence is held until what follows it
         # is judged, so that a cheer is never all that is left.
@@ -188,7 +194,7 @@ class CopiedRun(Check):
         return replace(form, willing=True, avoiding=avoiding)
 
     def feed(self, piece: str) -> str:
-        if self.copied is not None or not self._starts:
+        if self.copied is not None or not (self._notes or self._said):
             return "" if self.copied is not None else piece
         self._fed += piece
         self._held += piece
@@ -219,17 +225,27 @@ class CopiedRun(Check):
                 break
             cut = end.end() if end is not None else len(self._held)
             sentence, self._held = self._held[:cut], self._held[cut:]
-            if self._copies(sentence) is not None:
-                self.dropped, self._left_out = True, self._left_out or normal(sentence)
+            if self._copies_at(_keys(sentence), replies=True) is not None:
+                self.dropped, self._left_out = True, self._left_out or sentence
             else:
                 shown += self._show(self._cheer + sentence)
                 self._cheer = ""
-        if final and self._cheer:
-            if self.dropped:  # nothing but the cheer is left: the reply is asked again
-                self.copied = self._left_out
-            else:
-                shown += self._show(self._cheer)
-            self._cheer = ""
+        if final:
+            shown += self._last_words()
+        return shown
+
+    def _last_words(self) -> str:
+        """At the end of the reply: a cheer held on a re-ask with nothing after it but what
+        was left out asks for the reply again; else a reply that would be a cheer alone says
+        the sentence left out after all (a copy says more than "Great!" alone)."""
+        cheer, self._cheer = self._cheer, ""
+        if cheer and self.dropped:
+            self.copied = normal(self._left_out)
+            return ""
+        shown = self._show(cheer)
+        if self.dropped and self._shown_words <= CHEER_WORDS:
+            self.dropped, left_out, self._left_out = False, self._left_out, ""
+            shown += self._show(left_out)
         return shown
 
     def _opened(self, text: str) -> str:
@@ -242,7 +258,8 @@ class CopiedRun(Check):
 
     def _opening(self, final: bool) -> str:
         """What of the first sentence, held, is shown: all of it before the earliest word that
-        could still begin a copied run (the last word too while it may be cut short)."""
+        could still begin a note said back (the last word too while it may be cut short; and
+        the reply's first ``HOLD_WORDS`` words with one that may begin among them)."""
         words = run_words(self._held)
         if not final and words and _open_word(self._held):
             cut = words[-1][1]
@@ -250,26 +267,25 @@ class CopiedRun(Check):
         else:
             cut = len(self._held)
         keys = tuple(key for key, _ in words)
-        at = self._copies_at(keys)
+        at = self._copies_at(keys, replies=False)
         if at is not None:
-            self.copied = normal(self._held[words[at][1] :])
-            shown, self._held = self._held[: words[at][1]], ""
+            start = words[at][1] if self._shown or at >= HOLD_WORDS else 0
+            self.copied = normal(self._held[start:])
+            shown, self._held = self._held[:start], ""
             return shown
         if not final:
-            longest = max(NOTE_WORDS, REPLY_WORDS)
-            for index in range(max(0, len(keys) - longest + 1), len(keys)):
+            for index in range(max(0, len(keys) - NOTE_WORDS + 1), len(keys)):
                 if self._may_begin(keys[index:]):
-                    cut = words[index][1]
+                    # Begun among the reply's first words: those are held with it.
+                    cut = words[index][1] if self._shown or index >= HOLD_WORDS else 0
                     break
         shown, self._held = self._held[:cut], self._held[cut:]
         return shown
 
-    def _copies(self, sentence: str) -> int | None:
-        return self._copies_at(tuple(key for key, _ in run_words(sentence)))
-
-    def _copies_at(self, keys: Run) -> int | None:
-        """Where the first copied run in ``keys`` starts, if any does."""
-        said = self._said if not owned(self._fed.lstrip()) else set()
+    def _copies_at(self, keys: Run, replies: bool) -> int | None:
+        """Where the first copied run in ``keys`` starts, if any does: a note's, or with
+        ``replies`` an earlier reply's too."""
+        said = self._said if replies and not owned(self._fed.lstrip()) else set()
         for index in range(len(keys)):
             if keys[index : index + NOTE_WORDS] in self._notes:
                 return index
@@ -286,7 +302,12 @@ class CopiedRun(Check):
 
     def _show(self, text: str) -> str:
         self._shown |= any(char.isalnum() for char in text)
+        self._shown_words += len(text.split())
         return text
+
+
+def _keys(text: str) -> Run:
+    return tuple(key for key, _ in run_words(text))
 
 
 def _open_word(text: str) -> bool:
