@@ -82,8 +82,8 @@ def test_an_earlier_replys_last_words_with_no_full_stop_are_not_said_again() -> 
     earlier = RecentReplies(["Nice! (picture of a cat asleep on a warm laptop)"]).sentences()
     assert earlier[-1] == "(picture of a cat asleep on a warm laptop)"
     loop = LoopStop(earlier)
-    shown = loop.feed("Lovely. (picture of a cat asleep on a warm laptop)") + loop.flush()
-    assert shown == "Lovely. " and loop.dropped
+    shown = loop.feed("Lovely, a sleepy cat. (picture of a cat asleep on a warm laptop)")
+    assert shown + loop.flush() == "Lovely, a sleepy cat. " and loop.dropped
 
 
 def test_a_short_reply_is_not_said_again_whole_but_one_word_may_be() -> None:
@@ -161,8 +161,8 @@ def test_an_owned_answer_keeps_the_earlier_sentences_it_says_again() -> None:
     text = "As I said, right! Your choir sings at noon in the old mill. "
     assert loop.feed(text) + loop.flush() == text and not loop.dropped
     plain = LoopStop(earlier)
-    said = plain.feed("Right! Your choir sings at noon in the old mill. ") + plain.flush()
-    assert said == "Right! " and plain.dropped
+    said = plain.feed("Right, the choir! Your choir sings at noon in the old mill. ")
+    assert said + plain.flush() == "Right, the choir! " and plain.dropped
 
 
 def test_a_reply_speaking_of_the_user_in_the_third_person_is_asked_again() -> None:

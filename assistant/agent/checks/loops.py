@@ -25,7 +25,7 @@ from typing import Self
 from assistant.agent.checks.check import Check, Seen, Verdict
 from assistant.agent.checks.opening import owned
 from assistant.agent.checks.recent import SENTENCE_WORDS
-from assistant.agent.checks.text import ENDS, normal
+from assistant.agent.checks.text import CHEER_WORDS, ENDS, normal
 from assistant.agent.reply_form import ReplyForm
 
 SAID_AT_MOST = 2
@@ -70,6 +70,9 @@ class LoopStop(Check):
         self._released = False  # it parted from every sentence said, so it is new
         self._word = ""  # the word being written
         self._words: list[str] = []  # the last words written, as compared
+        self._shown_words = 0  # about how many words were shown (a word split across pieces
+        # counts twice: enough to tell a cheer alone)
+        self._spare = ""  # an earlier reply's sentence left out, said if nothing else is
 
     @classmethod
     def for_step(cls, form: ReplyForm, seen: Seen) -> Self:
@@ -92,16 +95,26 @@ class LoopStop(Check):
             if self.looping:  # what follows the stop is not said
                 break
             shown += self._take(char)
+        self._shown_words += len(shown.split())
         return shown
 
     def flush(self) -> str:
         """What is held at the end of the message (a last sentence cut short, or one that
         only began like an earlier one); nothing if it repeats one whole or the loop stopped."""
         self._end_word()
-        if self.looping or self._is_repeat():
+        if self.looping:
             self.dropped = True
             return ""
         held, self._held = self._held, ""
+        if self._is_repeat():
+            self.dropped, held = True, ""
+            if self._said[normal(self._sentence)] == 0:  # an earlier reply's
+                self._spare = self._spare or self._sentence
+        # A reply that would be a cheer alone ("Great!") says an earlier reply's sentence
+        # after all: asked again after a copy, the 0.5B model opened willingly and went on
+        # with a sentence said before, and "Great!" was all the user got.
+        if self._spare and self._shown_words + len(held.split()) <= CHEER_WORDS:
+            held, self._spare = held + self._spare, ""
         return held
 
     def _take(self, char: str) -> str:
@@ -138,12 +151,14 @@ class LoopStop(Check):
         if len(key.split()) >= MIN_WORDS:
             self._said[key] += 1
             self.looping |= self._said[key] > SAID_AT_MOST
-        held = self._held
+        held, sentence = self._held, self._sentence
         self._first = self._first and owned(key)
         self._sentence, self._held, self._released = "", "", False
         self._words = []  # a sentence said again is the sentence check's to judge
         if repeat:
             self.dropped = True
+            if not self._said[key] > 1:  # an earlier reply's, not one of this reply's
+                self._spare = self._spare or sentence + space
             return ""
         return held + space
 

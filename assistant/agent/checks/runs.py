@@ -42,7 +42,7 @@ from typing import Self
 
 from assistant.agent.checks.check import Check, Seen, Verdict
 from assistant.agent.checks.opening import COPY_REASKS, owned
-from assistant.agent.checks.text import SENTENCE_END, normal, straight
+from assistant.agent.checks.text import CHEER_WORDS, SENTENCE_END, normal, straight
 from assistant.agent.context import SUMMARY_HEAD
 from assistant.agent.reply_form import ReplyForm
 from assistant.llm.messages import Message
@@ -53,8 +53,6 @@ NOTE_WORDS = 6
 # How many words in a row of a recent reply make a copy (as compared: "I'm" is two): a
 # template's fixed part ("I'm glad to hear that you're") is eight.
 REPLY_WORDS = 8
-# A first sentence this short is a cheer or a nod ("Sure!", "Of course."), no answer.
-CHEER_WORDS = 2
 # A note that may begin among a reply's first words holds those words with it: begun after
 # them, it would leave them shown, cut off ("You're" alone).
 HOLD_WORDS = 3
@@ -161,7 +159,7 @@ class CopiedRun(Check):
         self._held = ""  # what is not shown yet
         self._first = True  # the sentence being written is the reply's first
         self._shown = False  # whether any word of the reply was shown
-        # The run the first sentence copied (its text from there, in normal form).
+        # The copy the reply is asked again or stopped for (from its start, in normal form).
         self.copied: str | None = None
         self.dropped = False  # a later sentence holding one was left out
         self._left_out = ""  # the first such sentence

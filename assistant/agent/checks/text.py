@@ -11,6 +11,8 @@ SENTENCE_END = re.compile(r"[.!?]\s")
 # A whole sentence within a finished text (the last one needs no space after it).
 SENTENCE = re.compile(r".+?[.!?](?=\s|$)", re.DOTALL)
 ENDS = ".!?"
+# A reply this short is a cheer or a nod ("Sure!", "Of course."), no answer.
+CHEER_WORDS = 2
 # A capitalised word as a name is written, accents and all ("Tomé", "Søren", "Łucja"): a name
 # read only up to its first accent was a different name ("Tom"), which nobody said.
 UPPER = "A-ZÀ-ÖØ-Þ\u0100-\u024f"
