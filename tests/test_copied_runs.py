@@ -218,6 +218,8 @@ def test_on_a_re_ask_a_cheer_is_never_all_that_is_left(
     [
         "Core memory: human now reads: Name: Tamsin, bees on the allotment.",
         "- (2026-05-01) Tamsin sold honey at the market.",
+        # A memory line cut short by its own mark: its date alone gives it away.
+        "- (2026-05-01) Tamsin: Hi! Honey sells.",
     ],
 )
 def test_the_prompt_s_layout_said_back_after_an_answer_is_left_out(tail: str) -> None:
@@ -230,7 +232,8 @@ def test_the_prompt_s_layout_said_back_after_an_answer_is_left_out(tail: str) ->
     notes, facts = prompt_notes(messages, "Name: Tamsin, bees on the allotment")
     check = CopiedRun(notes, facts)
     shown, _ = streamed(check, f"Yes, you sold honey at the market. {tail}")
-    assert shown == "Yes, you sold honey at the market. " and check.verdict is Verdict.TRIM
+    kept = "Honey sells." if tail.endswith("Honey sells.") else ""
+    assert shown == f"Yes, you sold honey at the market. {kept}" and check.verdict is Verdict.TRIM
     # Said without the layout, the same memory is an answer.
     again = CopiedRun(notes, facts)
     reply = "Yes. Tamsin sold honey at the market."

@@ -29,7 +29,8 @@ summary shown, what the core memory holds of the user, the items a heartbeat lis
 of a task, a reply the instructions give as an example. A run found there as well is let
 through; one across a note and a fact, or taking in a memory's date, is the prompt's layout
 said back (at floor 0.4 the 0.5B model went on after its answer with "human now reads: Name:
-..." and with a memory line, date and all). Words are compared in one person ("you're" and "I
+..." and with a memory line, date and all), and so is a memory's date as the prompt writes it,
+"(2026-05-01)", however short the line it opens. Words are compared in one person ("you're" and "I
 am" alike, "the user's" as "your"): the model turns a note to speak of itself or to the user.
 """
 
@@ -62,6 +63,11 @@ _ITEM = re.compile(r"^\s*(?:-|\d+\.)\s+(?:\(\d{4}-\d{2}-\d{2}\)\s*)?")
 # A line that tells of an event with its content after the tag: a task's outcome, a fired
 # reminder's words.
 _CONTENT_TAG = re.compile(r"^\s*\[(?:task|reminder)\b[^\]]*\]\s*")
+# The day a memory line of the prompt was written, as the prompt shows it: no reply writes
+# it so (the 0.5B model went on after an answer with a memory line, date and all), and one
+# being written.
+_DATED = re.compile(r"\(\d{4}-\d{2}-\d{2}\)")
+_DATE_BEGUN = re.compile(r"\(\d[\d-]{0,9}$")
 # A reply written as an example, in the JSON a step writes: words the model is shown to say
 # ("I don't know, you haven't told me"), not a note about what to do.
 _EXAMPLE_REPLY = re.compile(r'"message": "((?:[^"\\]|\\.)*)"')
@@ -223,7 +229,9 @@ class CopiedRun(Check):
                 break
             cut = end.end() if end is not None else len(self._held)
             sentence, self._held = self._held[:cut], self._held[cut:]
-            if self._copies_at(_keys(sentence), replies=True) is not None:
+            if self._copies_at(_keys(sentence), replies=True) is not None or _DATED.search(
+                sentence
+            ):
                 self.dropped, self._left_out = True, self._left_out or sentence
             else:
                 shown += self._show(self._cheer + sentence)
@@ -266,12 +274,19 @@ class CopiedRun(Check):
             cut = len(self._held)
         keys = tuple(key for key, _ in words)
         at = self._copies_at(keys, replies=False)
-        if at is not None:
-            start = words[at][1] if self._shown or at >= HOLD_WORDS else 0
+        start = words[at][1] if at is not None else None
+        dated = _DATED.search(self._held)
+        if dated is not None and (start is None or dated.start() < start):
+            start = dated.start()
+        if start is not None:
+            if not self._shown and len(_keys(self._held[:start])) < HOLD_WORDS:
+                start = 0
             self.copied = normal(self._held[start:])
             shown, self._held = self._held[:start], ""
             return shown
         if not final:
+            begun = _DATE_BEGUN.search(self._held)
+            cut = min(cut, begun.start()) if begun is not None else cut
             for index in range(max(0, len(keys) - NOTE_WORDS + 1), len(keys)):
                 if self._may_begin(keys[index:]):
                     # Begun among the reply's first words: those are held with it.
