@@ -45,6 +45,7 @@ def streamed(check: CopiedRun, text: str, size: int = 4) -> tuple[str, list[str]
         # word the guard let through.
         "You are Brain OS, the user's personal assistant on their computer.",
         "I'm Brain OS, your personal assistant on your computer: warm and brief.",
+        "You're a Brain OS user, a personal assistant on your computer.",
     ],
 )
 def test_a_note_at_the_opening_is_never_shown_and_asked_again(reply: str) -> None:
@@ -99,7 +100,7 @@ def test_after_as_many_re_asks_as_a_copy_gets_a_note_only_stops_the_reply() -> N
 
 def test_words_compare_in_one_person() -> None:
     keys = [key for key, _ in run_words("I'm here for the user's plans; you're theirs.")]
-    assert keys == ["you", "are", "here", "for", "your", "plans", "you", "are", "theirs"]
+    assert keys == ["you", "are", "here", "for", "plans", "you", "are", "theirs"]
 
 
 def test_the_prompt_splits_into_notes_and_what_the_model_was_told() -> None:

@@ -170,7 +170,7 @@ def test_a_reply_is_asked_again_by_the_first_check_that_objects(
         (LOOP, {"loops": Verdict.STOP}, "Red lentils cook fast."),
         (PLAIN + INVENTED, {"grounding": Verdict.STOP}, PLAIN),
         (PLAIN + VOICE + LOOP, {"perspective": Verdict.TRIM, "loops": Verdict.STOP}, None),
-        (PLAIN + COPY, {"runs": Verdict.TRIM}, PLAIN),
+        (PLAIN + COPY, {"loops": Verdict.TRIM}, PLAIN),
     ],
 )
 def test_a_reply_shown_in_part_keeps_what_every_check_let_through(

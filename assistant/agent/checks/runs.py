@@ -30,8 +30,9 @@ of a task, a reply the instructions give as an example. A run found there as wel
 through; one across a note and a fact, or taking in a memory's date, is the prompt's layout
 said back (at floor 0.4 the 0.5B model went on after its answer with "human now reads: Name:
 ..." and with a memory line, date and all), and so is a memory's date as the prompt writes it,
-"(2026-05-01)", however short the line it opens. Words are compared in one person ("you're" and "I
-am" alike, "the user's" as "your"): the model turns a note to speak of itself or to the user.
+"(2026-05-01)", however short the line it opens. Words are compared in one person ("you're"
+and "I am" alike) and without articles, possessives or "the user": the model turns a note to
+speak of itself or to the user.
 """
 
 from __future__ import annotations
@@ -89,6 +90,11 @@ _PERSON = {
     "is": "are",
 }
 
+# Words left out of the comparison: the model says a note back with its articles,
+# possessives and "the user" changed ("You're a Brain OS user, a personal assistant on your
+# computer" for "You are Brain OS, the user's personal assistant on their computer").
+_UNWEIGHED = frozenset(("a", "an", "the", "your", "user", "user's"))
+
 Run = tuple[str, ...]
 
 
@@ -97,15 +103,14 @@ def run_words(text: str) -> list[tuple[str, int]]:
     keys: list[tuple[str, int]] = []
     for match in _WORD.finditer(straight(text).lower()):
         word = match.group(0)
-        if keys and keys[-1][0] == "the" and word in ("user", "user's"):
-            keys.pop()
-            word = "you" if word == "user" else "your"
         for contraction, full in _CONTRACTIONS:
             if word.endswith(contraction):
                 word = word[: -len(contraction)] + full
                 break
         for part in word.split():
-            keys.append((_PERSON.get(part, part), match.start()))
+            key = _PERSON.get(part, part)
+            if key not in _UNWEIGHED:
+                keys.append((key, match.start()))
     return keys
 
 
@@ -307,10 +312,7 @@ class CopiedRun(Check):
         return None
 
     def _may_begin(self, ahead: Run) -> bool:
-        """Whether ``ahead``, the last words written, may begin a copied run (a last "the"
-        may become "your" with the word after it: "the user's")."""
-        if ahead[-1] == "the":
-            return len(ahead) == 1 or ahead[:-1] in self._starts
+        """Whether ``ahead``, the last words written, may begin a note said back."""
         return ahead in self._starts
 
     def _show(self, text: str) -> str:
