@@ -10,7 +10,7 @@ import pytest
 from assistant.agent.checks.check import Seen, Verdict
 from assistant.agent.checks.recent import RecentReplies
 from assistant.agent.checks.runs import CopiedRun, prompt_notes, run_words
-from assistant.agent.context import MEMORIES_HEAD, SUMMARY_HEAD
+from assistant.agent.context import ASSISTANT_SPEAKER, MEMORIES_HEAD, SUMMARY_HEAD
 from assistant.agent.core_memory import DEFAULT_BLOCKS
 from assistant.agent.events import HeartbeatTick, TaskFinished, UserText
 from assistant.agent.reply_form import ReplyForm
@@ -267,3 +267,14 @@ def test_a_reply_the_loop_check_would_leave_a_cheer_alone_says_the_earlier_sente
     longer = LoopStop([earlier])
     said = longer.feed("Great, black tea it is. ") + longer.feed(earlier + " ") + longer.flush()
     assert said == "Great, black tea it is. " and longer.dropped
+
+
+def test_a_memory_of_what_the_model_said_is_no_fact_a_later_sentence_may_copy() -> None:
+    said = "I am excited to see how the new hives do this spring."
+    memories = f"Memories:\n- (2026-05-01) {ASSISTANT_SPEAKER}: Lovely. {said}"
+    messages = [{"role": "system", "content": memories}]
+    notes, facts = prompt_notes(messages, "")
+    assert said not in facts
+    check = CopiedRun(notes, facts, [f"Lovely. {said}"])
+    shown, _ = streamed(check, f"Good news! The bees are back. {said}")
+    assert shown == "Good news! The bees are back. " and check.verdict is Verdict.TRIM

@@ -25,6 +25,9 @@ from assistant.llm.tokens import TokenCounter, estimate_tokens
 # Chat templates add a few tokens around every message.
 MESSAGE_OVERHEAD_TOKENS = 6
 SUMMARY_HEAD = "[summary of the earlier conversation]"
+# Who said a line of conversation the memory stream keeps (and the prompt shows among the
+# memories), when the assistant did.
+ASSISTANT_SPEAKER = "Brain OS"
 # How the block of memories retrieved for an event opens.
 MEMORIES_HEAD = "What you remember that may bear on this message"
 # A compaction takes the oldest messages through the last summary note when that note lies in

@@ -45,7 +45,7 @@ from typing import Self
 from assistant.agent.checks.check import Check, Seen, Verdict
 from assistant.agent.checks.opening import COPY_REASKS, owned
 from assistant.agent.checks.text import CHEER_WORDS, SENTENCE_END, normal, straight
-from assistant.agent.context import SUMMARY_HEAD
+from assistant.agent.context import ASSISTANT_SPEAKER, SUMMARY_HEAD
 from assistant.agent.reply_form import ReplyForm
 from assistant.llm.messages import Message
 
@@ -140,7 +140,9 @@ def prompt_notes(messages: Sequence[Message], human: str) -> tuple[str, str]:
         facts += _EXAMPLE_REPLY.findall(content)
         for line in content.splitlines():
             tag = _CONTENT_TAG.match(line) or _ITEM.match(line)
-            if tag is not None:
+            # A memory of what the model itself said is no fact it was told: shown, the
+            # 0.5B model's earlier sentences were copied into reply after reply.
+            if tag is not None and not line[tag.end() :].startswith(f"{ASSISTANT_SPEAKER}:"):
                 facts.append(line[tag.end() :])
     return "\n".join(notes), "\n".join(facts)
 
