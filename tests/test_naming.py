@@ -48,9 +48,9 @@ def test_a_message_pattern_also_holds_the_name() -> None:
     assert not re.match(first, "Congratulations on your new job!")
     assert not re.match(first, "Good to know! Goodbye! [core memory] Aya works at a bookshop.")
     willing = saying("Lev", WILLING_PATTERN)
-    assert re.match(willing, "Great, Lev will love it.")
+    assert re.match(willing, "Sure, Lev will love it.")
     assert not re.match(willing, "I hope Lev enjoys it."), "still held to open willingly"
-    assert not re.match(willing, "Great, he will love it.")
+    assert not re.match(willing, "Sure, he will love it.")
     with pytest.raises(ValueError):
         saying('Aya"}')
 

@@ -1,20 +1,29 @@
-"""Sympathy only where the user's words tell of trouble (agent/checks/opening.py): a reply to plain
-news that opens with condolences is held back like a refusal and asked for once more."""
+"""The tone of a reply's opening (agent/tone.py, agent/checks/opening.py): sympathy only where
+the user's words tell of trouble, no cheer where they do, no news celebrated for a plain fact.
+A reply that opens in the wrong tone is held back like a refusal and asked for once more, held
+to the willing openings of the tone."""
 
 from __future__ import annotations
+
+import json
+import re
 
 import pytest
 
 from assistant.agent.agent import Agent
-from assistant.agent.checks.opening import (
-    SYMPATHY_OPENINGS,
-    OpeningGuard,
-    sympathy_due,
-    unwanted_openings,
-)
+from assistant.agent.checks.opening import OpeningGuard, willing_openings, willing_pattern
 from assistant.agent.context import ContextConfig, ContextWindow
 from assistant.agent.events import UserText
 from assistant.agent.instructions import instructions
+from assistant.agent.tone import (
+    CHEER_OPENINGS,
+    NEWS_CHEERS,
+    SYMPATHY_OPENINGS,
+    Tone,
+    sympathy_due,
+    tone_of,
+    unwanted_openings,
+)
 from assistant.agent.tools import Stores
 from assistant.agent.turn import AgentConfig
 from tests.agent_helpers import ScriptedStream, say
@@ -39,16 +48,68 @@ NO_TROUBLE = (
     "I'm vegetarian.",
     "The gas man is coming tomorrow between 8 and 12.",
 )
+GOOD = (
+    "I passed my driving test this morning!",
+    "Big news: Hana and I got engaged.",
+    "My daughter was born on Friday, we're so happy.",
+    "They finally offered me the new job.",
+)
 
 
 @pytest.mark.parametrize("words", TROUBLE)
-def test_trouble_is_seen(words: str) -> None:
-    assert sympathy_due(words) and unwanted_openings(words) == ()
+def test_trouble_is_seen_and_wants_no_cheer(words: str) -> None:
+    assert sympathy_due(words) and unwanted_openings(words) == CHEER_OPENINGS
 
 
 @pytest.mark.parametrize("words", NO_TROUBLE)
-def test_plain_news_wants_no_condolences(words: str) -> None:
-    assert not sympathy_due(words) and unwanted_openings(words) == SYMPATHY_OPENINGS
+def test_news_without_trouble_wants_no_condolences(words: str) -> None:
+    assert not sympathy_due(words) and set(SYMPATHY_OPENINGS) <= set(unwanted_openings(words))
+
+
+@pytest.mark.parametrize(
+    "words",
+    ("I'm vegetarian.", "My brother Jules works as an electrician in Ghent.", "I have a meeting."),
+)
+def test_a_plain_fact_is_not_celebrated(words: str) -> None:
+    assert tone_of(words) is Tone.PLAIN
+    assert unwanted_openings(words) == SYMPATHY_OPENINGS + NEWS_CHEERS
+
+
+@pytest.mark.parametrize("words", GOOD)
+def test_good_news_may_be_celebrated(words: str) -> None:
+    assert tone_of(words) is Tone.GOOD and unwanted_openings(words) == SYMPATHY_OPENINGS
+
+
+def test_words_of_both_hold_neither_back() -> None:
+    words = "Good news and bad news: I got the job, but my dog died."
+    assert tone_of(words) is Tone.MIXED and unwanted_openings(words) == ()
+
+
+def test_a_copy_kept_in_the_second_person_still_avoids_its_first_person_opening() -> None:
+    avoiding = ("you're sorry to hear that your day was hard.",)
+    assert "I'm sorry to hear" not in willing_openings(avoiding, Tone.TROUBLE)
+    assert "Sorry to hear" in willing_openings(avoiding, Tone.TROUBLE)
+
+
+def test_the_willing_openings_follow_the_tone() -> None:
+    trouble = willing_openings(tone=Tone.TROUBLE)
+    assert "I'm sorry to hear" in trouble and "Oh no" in trouble
+    assert not {"Great", "Good", "Congratulations", "That", "Sure"} & set(trouble)
+    assert {"Great", "Congratulations"} <= set(willing_openings(tone=Tone.GOOD))
+    plain = willing_openings()
+    assert not {"Great", "Good", "Congratulations", "I'm sorry to hear"} & set(plain)
+    assert re.match(willing_pattern(tone=Tone.TROUBLE), "Oh no, that sounds awful.")
+    assert not re.match(willing_pattern(tone=Tone.TROUBLE), "That's great! The shop closed.")
+
+
+def test_the_guard_holds_cheer_for_trouble() -> None:
+    guard = OpeningGuard(unwanted=unwanted_openings("My van broke down on the motorway."))
+    assert guard.feed("Good news! Your van broke down.") == "" and guard.refused
+    guard = OpeningGuard(unwanted=unwanted_openings("My van broke down on the motorway."))
+    reply = "Oh no, that's a rough start to the day."
+    assert guard.feed(reply) + guard.flush() == reply and not guard.refused
+    guard = OpeningGuard(unwanted=unwanted_openings("My brother is a plumber in Leeds."))
+    assert guard.feed("Good news! Your brother is a plumber.") == "" and guard.refused
 
 
 def test_no_words_of_the_user_no_rule() -> None:
@@ -89,3 +150,18 @@ def test_condolences_for_trouble_stand(stores: Stores) -> None:
         UserText("My dog Pippin hurt her paw.")
     )
     assert turn.reply.startswith("I'm sorry to hear that.") and len(llm.calls) == 1
+
+
+def test_cheer_for_trouble_is_asked_again_in_its_tone(stores: Stores) -> None:
+    context = ContextWindow(instructions(), stores.core, ContextConfig(window_tokens=4096))
+    llm = ScriptedStream(
+        say("Great! Your boiler broke down again."),
+        say("Oh no, a cold house is miserable. I hope the repair is quick."),
+    )
+    turn = Agent(llm, stores, context, AgentConfig()).respond(
+        UserText("The boiler broke down again, no hot water all day.")
+    )
+    assert turn.reply == "Oh no, a cold house is miserable. I hope the repair is quick."
+    assert len(llm.calls) == 2
+    held = json.dumps(llm.schemas[1]) + str(llm.grammars[1])
+    assert "I'm sorry to hear" in held and "Great" not in held, "held to openings of sympathy"

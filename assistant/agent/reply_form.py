@@ -5,6 +5,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from assistant.agent.tone import Tone
+
 
 @dataclass(frozen=True)
 class ReplyForm:
@@ -15,8 +17,10 @@ class ReplyForm:
     # A message grounded in what is known: it says first whether the answer is (a question
     # about the user's life).
     grounded: bool = False
-    # A message that opens willingly (asked again after one that opened by refusing).
+    # A message that opens willingly (asked again after one that opened by refusing), in the
+    # tone of what the user said.
     willing: bool = False
+    tone: Tone = Tone.PLAIN
     # Openings the message may not have (lower case): an earlier reply's, or the user's words,
     # that the try before copied. The re-ask opens with none of their first words, and runs of
     # words already in the prompt are made unlikely (the DRY sampler, where the server has it).

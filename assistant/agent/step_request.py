@@ -13,6 +13,7 @@ from assistant.agent.naming import named_in_news, saying
 from assistant.agent.reply_form import ReplyForm
 from assistant.agent.routing import asks_about_their_life, first_tool
 from assistant.agent.speculation import Request
+from assistant.agent.tone import tone_of
 from assistant.agent.tools import (
     COMPOSED_PATTERN,
     UNKNOWN_PATTERN,
@@ -39,8 +40,10 @@ def form_for(text: str, tools: Mapping[str, Tool]) -> ReplyForm:
     pattern)."""
     only = first_tool(text, tools)
     if only is not None:
-        return ReplyForm(only)
-    return ReplyForm(grounded=asks_about_their_life(text), naming=named_in_news(text))
+        return ReplyForm(only, tone=tone_of(text))
+    return ReplyForm(
+        grounded=asks_about_their_life(text), naming=named_in_news(text), tone=tone_of(text)
+    )
 
 
 class StepRequests:
@@ -127,7 +130,9 @@ class StepRequests:
         if form.tick and not form.speak and self.has_tick_tools:
             schema, tools = self.quiet_tick
         if form.willing:
-            schema = action_schema(self.messages_only, opening=willing_pattern(form.avoiding))
+            schema = action_schema(
+                self.messages_only, opening=willing_pattern(form.avoiding, form.tone)
+            )
         if form.opening is not None:  # fixed words, none of them a refusal: it outranks willing
             schema = action_schema(self.messages_only, opening=form.opening)
         if form.admitting:
@@ -153,7 +158,11 @@ class StepRequests:
             grammar = _ADMITTING
         elif form.willing:
             grammar = _gbnf_opening(
-                *(word for word in willing_openings(form.avoiding) if word not in _COPY_OPENERS)
+                *(
+                    word
+                    for word in willing_openings(form.avoiding, form.tone)
+                    if word not in _COPY_OPENERS
+                )
             )
         return self._text_request(messages, form, grammar=grammar)
 
@@ -182,7 +191,7 @@ class StepRequests:
             tools = [self.tools["send_message"]]
         else:
             tools = [self.tools[only]] if only in self.tools else self.turn_tools
-        opening = willing_pattern(form.avoiding) if willing else None
+        opening = willing_pattern(form.avoiding, form.tone) if willing else None
         return action_schema(tools, opening=saying(name, opening))
 
 

@@ -9,12 +9,10 @@ to hear that") is released as soon as it parts from every such opening, a word o
 - A refusal, or the model disowning itself ("I'm just a computer"). The packaged models are
   code models, and they refuse what is not code: a request for a story, bad news, a request
   for a reminder (the 0.5B model far more often than the 1.5B). Instructions did not stop it.
-- Sympathy where nothing went wrong. The models open replies to plain news with condolences:
-  for a date in the diary, a moved appointment, a fact about the user's health that is no
-  misfortune. Whether the user's words tell of trouble is plain in them, so code decides it:
-  when they name none (no illness, loss, failure, damage, bad feeling), sympathy is held back,
-  and "Oh" still lets a real misfortune the list missed be met with "Oh no, ...". The list
-  errs towards trouble: a word of it in a neutral message only leaves the opening as it was.
+- The wrong tone (tone.py): sympathy where nothing went wrong (the models open replies to
+  plain news with condolences: for a date in the diary, a moved appointment), cheer for
+  trouble, news celebrated for a plain fact. "Oh" still lets a real misfortune the word list
+  missed be met with "Oh no, ...".
 - The user in the third person ("The user told you ..."): a reply speaks to them, and one
   that opens so is saying back a note of the prompt.
 - An earlier reply's opening or any longer sentence of it (recent.py), or the user's own
@@ -43,6 +41,7 @@ from assistant.agent.checks.text import SWAPS, normal, straight
 from assistant.agent.reply_form import ReplyForm
 from assistant.agent.routing import is_question
 from assistant.agent.told import terms, who_told
+from assistant.agent.tone import Tone, unwanted_openings, willing_for
 
 # How a refusal opens, after an apology or none.
 _APOLOGIES = (
@@ -88,9 +87,6 @@ WILLING_OPENINGS = (
     "Okay",
     "Got it",
     "Noted",
-    "Congratulations",
-    "Good",
-    "Great",
     "That",
     "Yes",
     "No",
@@ -172,77 +168,27 @@ def said_again(answer: str, times: int) -> str:
     return AGAIN[min(times, len(AGAIN)) - 1] + text
 
 
-def willing_openings(avoiding: tuple[str, ...] = ()) -> tuple[str, ...]:
-    """The willing openings that begin none of the ``avoiding`` ones (lower-case): a re-ask
-    after a copy allowed the copy's own first word ("Yes, ...") wrote the copy again."""
+def willing_openings(avoiding: tuple[str, ...] = (), tone: Tone = Tone.PLAIN) -> tuple[str, ...]:
+    """The willing openings of the ``tone`` that begin none of the ``avoiding`` ones
+    (lower-case): a re-ask after a copy allowed the copy's own first word ("Yes, ...") wrote
+    the copy again."""
     return tuple(
         word
-        for word in WILLING_OPENINGS
-        if not any(avoided.startswith(word.lower()) for avoided in avoiding)
+        for word in willing_for(tone, WILLING_OPENINGS)
+        if not any(_begins(avoided, word.lower()) for avoided in avoiding)
     )
 
 
-def willing_pattern(avoiding: tuple[str, ...] = ()) -> str:
-    """The message pattern of a willing opening (none beginning the ``avoiding`` ones)."""
-    if not avoiding:
-        return WILLING_PATTERN
-    return "^(" + "|".join(willing_openings(avoiding)) + ')[^"]*$'
+def _begins(avoided: str, word: str) -> bool:
+    """Whether the ``avoided`` opening begins with ``word``: copies are kept in the second
+    person ("you're sorry to hear ..."), so a first-person opening is compared so too."""
+    return avoided.startswith(word) or avoided.startswith(person_blind(word))
 
 
-# Words that tell of something going wrong, as stems where their forms differ.
-_TROUBLE = re.compile(
-    r"\b("
-    # health
-    r"sick|ill|illness|unwell|flu|fever|cough|covid|infection|pain|painful|hurts?|hurt|"
-    r"injur\w*|wounded|bleeding|hospital\w*|surgery|emergency|a&e|cancer|tumou?r|disease|"
-    r"diagnos\w*|migraine|headache|broken|broke|fractur\w*|sprain\w*|accident|"
-    # loss
-    r"died|dies|dead|death|passed away|funeral|los[st]|losing|loss|grie\w*|miscarri\w*|"
-    # failure and rejection
-    r"fail\w*|rejected|fired|laid off|redundan\w*|dumped|divorc\w*|break ?up|broke up|"
-    r"split up|evicted|debt|bankrupt\w*|"
-    # damage and mishaps
-    r"crash\w*|stolen|robbed|burgl\w*|flood\w*|leak\w*|fire|damaged|ruined|cancell?ed|"
-    r"missed|stuck|stranded|delayed|late again|"
-    # feelings
-    r"sad|sadly|upset|depress\w*|lonely|stress\w*|anxious|anxiety|worried|worry|scared|"
-    r"afraid|terrible|awful|horrible|miserable|exhausted|frustrat\w*|angry|disappoint\w*|"
-    r"unhappy|cry|crying|cried|struggl\w*|hate|bad day|can't sleep|not well|not good|"
-    r"not great|rough|tough|hard time|nightmare"
-    r")\b",
-    re.IGNORECASE,
-)
-
-# How a reply opens with sympathy (compared lower-cased, spaces collapsed).
-SYMPATHY_OPENINGS = (
-    "i'm sorry to hear",
-    "i'm so sorry to hear",
-    "i am sorry to hear",
-    "sorry to hear",
-    "i'm sorry for your",
-    "i'm so sorry for your",
-    "i'm sorry about",
-    "i'm so sorry about",
-    "i'm sorry that",
-    "i'm so sorry that",
-    "i'm sorry you",
-    "i'm so sorry you",
-    "oh no",
-    "that's too bad",
-    "that's a shame",
-    "what a shame",
-)
-
-
-def sympathy_due(words: str) -> bool:
-    """Whether ``words`` (the user's) tell of something that went wrong."""
-    return _TROUBLE.search(straight(words)) is not None
-
-
-def unwanted_openings(words: str) -> tuple[str, ...]:
-    """The openings a reply to ``words`` should not have beyond a refusal's: sympathy, when
-    nothing in them went wrong (nothing for anything but the user's own words: empty)."""
-    return () if not words.strip() or sympathy_due(words) else SYMPATHY_OPENINGS
+def willing_pattern(avoiding: tuple[str, ...] = (), tone: Tone = Tone.PLAIN) -> str:
+    """The message pattern of a willing opening of the ``tone`` (none beginning the
+    ``avoiding`` ones)."""
+    return "^(" + "|".join(willing_openings(avoiding, tone)) + ')[^"]*$'
 
 
 def echo_of(heard: str) -> tuple[str, ...]:
@@ -364,4 +310,7 @@ class OpeningGuard(Check):
     def reason(self) -> str:
         if self.repeated:
             return "an answer to a question asked before was said again, as such"
-        return "the reply opened with a refusal, undue sympathy, an old reply or the user's words"
+        return (
+            "the reply opened with a refusal, the wrong tone, an old reply or the user's words: "
+            f"{self._held.strip()!r}"
+        )
