@@ -26,7 +26,7 @@ an empty one.
 app's own choice when not given), and the report's keys become ``<profile>:<design>``.
 
 ``--json`` prints ``{"<profile>": {"turns", "passed", "copies", "unknown_but_shown",
-"wrong_person", "invented", "wrong", "tools_missed", "task_claimed_not_started",
+"wrong_person", "invented", "wrong", "wrong_tone", "tools_missed", "task_claimed_not_started",
 "core_kept", "first_word_ms": {"p50", "p95", "max"}, "half", "conversations"}}``; per-turn
 lines go to stderr, ``--log FILE`` writes every turn as JSON lines, and ``--logs DIR`` keeps
 each conversation's service log.
@@ -417,6 +417,7 @@ def score(results: Sequence[TurnResult], kept: Sequence[tuple[int, int]]) -> dic
         "wrong_person": sum(bool(r.verdict.wrong_person) for r in results),
         "invented": sum(bool(r.verdict.invented) for r in results),
         "wrong": sum(bool(r.verdict.wrong) for r in results),
+        "wrong_tone": sum(r.verdict.wrong_tone is not None for r in results),
         "failed": sum(r.error is not None for r in results),
         "tools_missed": sum(r.tool_done is False for r in results),
         "task_claimed_not_started": sum(r.claimed_task and not r.tool_done for r in tasks),
@@ -513,7 +514,8 @@ def main(argv: Sequence[str] | None = None) -> int:
                 f"{profile}: {figures['passed']}/{figures['turns']} passed, copies "
                 f"{figures['copies']}, unknown but shown {figures['unknown_but_shown']}, wrong "
                 f"person {figures['wrong_person']}, invented {figures['invented']}, wrong "
-                f"{figures['wrong']}, tools missed {figures['tools_missed']}, core kept "
+                f"{figures['wrong']}, wrong tone {figures['wrong_tone']}, tools missed "
+                f"{figures['tools_missed']}, core kept "
                 f"{figures['core_kept']}; first word p50 {words['p50']:,.0f} ms, p95 "
                 f"{words['p95']:,.0f}, max {words['max']:,.0f}"
             )

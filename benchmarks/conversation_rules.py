@@ -6,8 +6,10 @@ the agent was shown, no name, date or number that nobody said. A case may add th
 answer must hold (any of ``expect_any``), words it must not (``forbid``: a meal for someone
 with a stated diet), that the thing asked was never said (``never_said``: the reply must say
 so, and invent nothing), that it is free writing (``creative``: a joke or a recipe may name
-things nobody said), and the tool the request needs (``tool``: checked on the service's state
-by the benchmark, not here).
+things nobody said), the tool the request needs (``tool``: checked on the service's state
+by the benchmark, not here), and what the user's news is (``news``: "bad", "good" or "plain",
+labelled by hand from the user's words): bad news is not met with cheer, good news not with
+sympathy, a plain fact with neither and not celebrated as news.
 """
 
 from __future__ import annotations
@@ -27,6 +29,29 @@ REPEATED_SENTENCE_WORDS = 6
 # A first-person clause that goes on with this many of a user's first-person words speaks as
 # the user ("My sister works at ..." written back as the assistant's own).
 AS_USER_WORDS = 4
+
+# How a reply's first sentence opens in each tone, as this judge reads it (its own word
+# lists, not the agent's).
+_CHEER = re.compile(
+    r"^\W*(?:good news|great news|great|"
+    r"that's (?:great|wonderful|fantastic|amazing|awesome|lovely)|that is great|"
+    r"wonderful|fantastic|amazing|awesome|excellent|brilliant|lovely|nice|"
+    r"congratulations|congrats|good for you|how (?:exciting|wonderful|lovely)|yay|hooray|"
+    r"(?:i'm |i am )?(?:so )?(?:glad|happy|pleased) to hear)\b",
+    re.IGNORECASE,
+)
+_NEWS_CHEER = re.compile(r"^\W*(?:good news|great news|congratulations|congrats)\b", re.I)
+_SYMPATHY = re.compile(
+    r"^\W*(?:oh no|(?:i'm |i am )?(?:so )?sorry|that's (?:too bad|a shame|awful|terrible)|"
+    r"what a shame|unfortunately|oh dear)\b",
+    re.IGNORECASE,
+)
+# Which openings are the wrong tone for each kind of news.
+_WRONG_TONE = {
+    "bad": (_CHEER,),
+    "good": (_SYMPATHY,),
+    "plain": (_SYMPATHY, _NEWS_CHEER),
+}
 
 _UNKNOWN = re.compile(
     r"\b(?:i (?:do not|don't|dont) (?:know|have|remember|recall)|i'm not sure|i am not sure|"
@@ -117,6 +142,7 @@ class Case:
     never_said: bool = False
     creative: bool = False
     tool: str | None = None
+    news: str | None = None
 
     @classmethod
     def of(cls, value: dict[str, object]) -> Case:
@@ -125,7 +151,8 @@ class Case:
             assert isinstance(listed, list)
             return tuple(str(word) for word in listed)
 
-        tool = value.get("tool")
+        tool, news = value.get("tool"), value.get("news")
+        assert news is None or news in _WRONG_TONE, news
         return cls(
             say=str(value["say"]),
             expect_any=words("expect_any"),
@@ -133,6 +160,7 @@ class Case:
             never_said=bool(value.get("never_said", False)),
             creative=bool(value.get("creative", False)),
             tool=str(tool) if tool is not None else None,
+            news=str(news) if news is not None else None,
         )
 
 
@@ -145,6 +173,7 @@ class Verdict:
     unknown_but_shown: bool = False
     invented: list[str] = field(default_factory=list)
     wrong: list[str] = field(default_factory=list)
+    wrong_tone: str | None = None
 
     @property
     def passed(self) -> bool:
@@ -154,6 +183,7 @@ class Verdict:
             or self.unknown_but_shown
             or self.invented
             or self.wrong
+            or self.wrong_tone
         )
 
     def reasons(self) -> list[str]:
@@ -161,6 +191,7 @@ class Verdict:
         found += [f"wrong person: {who}" for who in self.wrong_person]
         found += ["said it did not know what it was shown"] if self.unknown_but_shown else []
         found += [f"invented: {what}" for what in self.invented]
+        found += [f"wrong tone: {self.wrong_tone!r}"] if self.wrong_tone else []
         return found + self.wrong
 
 
@@ -201,7 +232,18 @@ def judge(case: Case, reply: str, seen: Seen) -> Verdict:
         verdict.wrong.append("never told, yet answered as if it knew")
     if not case.creative:
         verdict.invented = invented(text, seen, numbers=case.tool != "reminder")
+    verdict.wrong_tone = wrong_tone(text, case.news)
     return verdict
+
+
+def wrong_tone(reply: str, news: str | None) -> str | None:
+    """The opening of ``reply`` if it is the wrong tone for the ``news`` it answers."""
+    first = _sentences(reply)[0] if reply.strip() else ""
+    for opening in _WRONG_TONE.get(news or "", ()):
+        found = opening.match(first)
+        if found is not None:
+            return found.group(0).strip()
+    return None
 
 
 def copies(reply: str, seen: Seen) -> list[str]:

@@ -113,6 +113,30 @@ def test_ways_of_not_knowing(reply: str) -> None:
     assert says_unknown(reply)
 
 
+@pytest.mark.parametrize(
+    ("news", "reply", "wrong"),
+    [
+        ("bad", "Great! Your bike was stolen.", "Great"),
+        ("bad", "That's wonderful. The shop closed.", "That's wonderful"),
+        ("bad", "Oh no, that's a rotten start to the week.", None),
+        ("good", "I'm so sorry. You got the flat!", "I'm so sorry"),
+        ("good", "Congratulations on the flat!", None),
+        ("plain", "Good news! Your cousin is a baker.", "Good news"),
+        ("plain", "Congratulations! Your cousin is a baker.", "Congratulations"),
+        ("plain", "Oh no, your cousin is a baker.", "Oh no"),
+        ("plain", "Great, a baker in the family.", None),
+        (None, "Good news! Here is the joke.", None),
+    ],
+)
+def test_the_tone_of_an_opening_is_judged_by_the_news(
+    news: str | None, reply: str, wrong: str | None
+) -> None:
+    case = Case("Some news.", news=news)
+    verdict = judge(case, reply, seen([case.say]))
+    assert verdict.wrong_tone == wrong
+    assert verdict.passed is (wrong is None), verdict.reasons()
+
+
 def test_both_halves_load_and_keep_apart() -> None:
     dev, test = load("dev"), load("test")
     assert len(dev) >= 4 and len(test) >= 4
@@ -122,6 +146,8 @@ def test_both_halves_load_and_keep_apart() -> None:
         tools = {case.tool for case in conversation.cases}
         assert {"reminder", "task"} <= tools, conversation.name
         assert any(case.never_said for case in conversation.cases), conversation.name
+        news = {case.news for case in conversation.cases}
+        assert {"bad", "plain"} <= news, conversation.name
 
     def messages(conversations: list[Conversation]) -> set[str]:
         return {case.say for c in conversations for case in c.cases if not case.say.endswith("?")}
