@@ -101,6 +101,9 @@ def test_after_as_many_re_asks_as_a_copy_gets_a_note_only_stops_the_reply() -> N
 def test_words_compare_in_one_person() -> None:
     keys = [key for key, _ in run_words("I'm here for the user's plans; you're theirs.")]
     assert keys == ["you", "are", "here", "for", "plans", "you", "are", "theirs"]
+    # "The user" is whom a reply calls "you"; a user of something is left out.
+    keys = [key for key, _ in run_words("Ask the user, a keen map user, what they want.")]
+    assert keys == ["ask", "you", "keen", "map", "what", "they", "want"]
 
 
 def test_the_prompt_splits_into_notes_and_what_the_model_was_told() -> None:

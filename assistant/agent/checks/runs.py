@@ -91,8 +91,9 @@ _PERSON = {
 }
 
 # Words left out of the comparison: the model says a note back with its articles,
-# possessives and "the user" changed ("You're a Brain OS user, a personal assistant on your
-# computer" for "You are Brain OS, the user's personal assistant on their computer").
+# possessives and "user" changed ("You're a Brain OS user, a personal assistant on your
+# computer" for "You are Brain OS, the user's personal assistant on their computer"). "The
+# user" is whom a reply calls "you", and compares so: left out, a note's run lost a word.
 _UNWEIGHED = frozenset(("a", "an", "the", "your", "user", "user's"))
 
 Run = tuple[str, ...]
@@ -101,8 +102,13 @@ Run = tuple[str, ...]
 def run_words(text: str) -> list[tuple[str, int]]:
     """The words of ``text`` as compared, each with where the word it comes from starts."""
     keys: list[tuple[str, int]] = []
+    prior = ""
     for match in _WORD.finditer(straight(text).lower()):
-        word = match.group(0)
+        word, after_the = match.group(0), prior == "the"
+        prior = word
+        if word == "user" and after_the:
+            keys.append(("you", match.start()))
+            continue
         for contraction, full in _CONTRACTIONS:
             if word.endswith(contraction):
                 word = word[: -len(contraction)] + full
