@@ -9,9 +9,12 @@ from typing import Any
 import pytest
 
 from assistant.agent.agent import Agent
+from assistant.agent.checks.opening import willing_openings
 from assistant.agent.context import ContextConfig, ContextWindow, is_summary_note
 from assistant.agent.events import UserText
 from assistant.agent.instructions import instructions
+from assistant.agent.step_request import ADMITTING_GRAMMAR, opening_grammar
+from assistant.agent.tone import Tone
 from assistant.agent.tools import Search, Stores, by_name
 from assistant.agent.turn import AgentConfig
 from assistant.agent.wiring import open_stores
@@ -136,3 +139,24 @@ def test_recall_search_pages(stores: Stores) -> None:
     assert total >= 12 and f"(page 1/{-(-total // 5)})" in first
     assert third.startswith(f"recall: showing {min(5, total - 10)} of {total} (page 3/")
     assert "tomato" in first.splitlines()[1]
+
+
+def test_the_willing_grammar_holds_the_real_model_to_a_whole_opening_word(
+    fast_llm: LLMClient,
+) -> None:
+    openings = willing_openings(tone=Tone.TROUBLE)
+    grammar = opening_grammar(*openings)
+    asked: list[Message] = [{"role": "user", "content": "Someone stole my bike from the station."}]
+    reply = "".join(fast_llm.stream(asked, grammar=grammar, max_tokens=24, temperature=0.3))
+    opening = next((word for word in openings if reply.startswith(word)), None)
+    assert opening is not None, reply
+    rest = reply[len(opening) :]
+    assert not rest or rest[0] in " \n,.!?;:'-", reply
+
+
+def test_an_admission_goes_on_to_say_what_it_does_not_know(fast_llm: LLMClient) -> None:
+    asked: list[Message] = [{"role": "user", "content": "What is my aunt's favourite song?"}]
+    reply = "".join(
+        fast_llm.stream(asked, grammar=ADMITTING_GRAMMAR, max_tokens=24, temperature=0.3)
+    )
+    assert reply.startswith("I don't know") and len(reply.split()) > 3, reply

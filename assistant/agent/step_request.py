@@ -155,9 +155,9 @@ class StepRequests:
         the note."""
         grammar = None
         if form.admitting:
-            grammar = _ADMITTING
+            grammar = ADMITTING_GRAMMAR
         elif form.willing:
-            grammar = _gbnf_opening(
+            grammar = opening_grammar(
                 *(
                     word
                     for word in willing_openings(form.avoiding, form.tone)
@@ -197,17 +197,21 @@ class StepRequests:
 
 # A plain reply asked again after a check (step.py) opens so: willingly, after one that opened
 # by refusing, with undue sympathy, as an earlier reply or with the user's own words; with "I
-# don't know", after one that said what it was not told. The opening is a whole word: held
-# only to its letters, the 0.5B model went on inside it ("Oncence, I'm going ...").
-def _gbnf_opening(*openings: str) -> str:
+# don't know", after one that said what it was not told. The opening is a whole word, a space
+# or a mark after it: held only to its letters, the 0.5B model went on inside it ("Oncence,
+# I'm going ..."), and held off ASCII letters alone, with a letter beyond them ("Onceğin.").
+def opening_grammar(*openings: str) -> str:
     words = " | ".join(f'"{opening}"' for opening in openings)
-    return f"root ::= ({words}) rest\nrest ::= ([^a-zA-Z\\x00] [^\\x00]*)?\n"
+    return f"root ::= ({words}) rest\nrest ::= ([ \\n,.!?;:'-] [^\\x00]*)?\n"
 
 
 # Not those a copied reply itself tends to open with ("You're welcome!", "Hello, ..."): the
 # re-ask of a copy said it again.
 _COPY_OPENERS = ("You", "Your", "Hello", "Hi", "Thanks")
-_ADMITTING = _gbnf_opening("I don't know")
+# An admission goes on to say what it does not know: held to "I don't know" alone, the 0.5B
+# model wrote "I don't know." to question after question, one reply word for word (asked
+# again as a copy, it wrote it again).
+ADMITTING_GRAMMAR = 'root ::= "I don\'t know" ","? " " [a-z] [^\\x00]*\n'
 
 
 def _noted(messages: list[Message], note: str) -> list[Message]:

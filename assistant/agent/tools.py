@@ -150,9 +150,9 @@ def describe_memory(record: MemoryRecord) -> str:
     return f"- ({record.created_at.date().isoformat()}) {_snippet(record.text)}"
 
 
-# A grounded message whose answer is not known opens so (the whole message, as a grammar's
-# pattern: no quote inside).
-UNKNOWN_PATTERN = "^I don't know[^\"]*$"
+# A grounded message whose answer is not known opens so and goes on to say what it does not
+# know (the whole message, as a grammar's pattern: no quote inside).
+UNKNOWN_PATTERN = "^I don't know,? [a-z][^\"]*$"
 # A message asked for at once (a poem, a story: routing.py): its lines may break, and it may not
 # end on a comma or a colon. Held to a plain JSON string, the 1.5B model closed the string
 # where it wanted a line break, so a short poem ended after its first line, on a comma; a raw
