@@ -4,7 +4,10 @@ from __future__ import annotations
 
 import json
 
+import pytest
+
 from assistant.agent.agent import Agent
+from assistant.agent.checks.check import Verdict
 from assistant.agent.checks.grounding import HOLD_WORDS, GroundCheck, about_what_they_told, invented
 from assistant.agent.context import ContextConfig, ContextWindow
 from assistant.agent.events import UserText
@@ -141,3 +144,51 @@ def test_a_name_with_an_accent_is_read_whole() -> None:
     ]
     assert [f.line() for f in facts_in("My partner is called Tomé.")] == ["Partner: Tomé"]
     assert [f.line() for f in facts_in("Hi, I'm Søren.")] == ["Name: Søren"]
+
+
+def _answered(question: str, reply: str, told: str, human: str = "Name: Ilse") -> GroundCheck:
+    from assistant.agent.checks.check import Seen
+    from assistant.agent.checks.recent import RecentReplies
+    from assistant.agent.reply_form import ReplyForm
+
+    prompt = f"{told}\n{human}\n{question}"
+    seen = Seen(question, prompt, RecentReplies(), human, facts=f"{human}\n{told}\n{question}")
+    check = GroundCheck.for_step(ReplyForm(grounded=True), seen)
+    check.feed(reply)
+    check.flush()
+    return check
+
+
+@pytest.mark.parametrize(
+    ("question", "reply", "told", "human"),
+    [
+        # A name told of someone else, for a person never mentioned.
+        ("What's my wife's name?", "Your wife is Rosa.", "My sister Rosa runs a bakery.", ""),
+        ("Who is my dentist?", "Your dentist is Tomas.", "My brother Tomas met Milo.", ""),
+        ("How many cousins do I have?", "You have 3 cousins.", "I have 3 dogs.", ""),
+    ],
+)
+def test_a_fact_told_of_someone_else_is_no_answer(
+    question: str, reply: str, told: str, human: str
+) -> None:
+    check = _answered(question, reply, told, human)
+    assert check.invented and check.verdict is Verdict.REASK
+
+
+@pytest.mark.parametrize(
+    ("question", "reply", "told", "human"),
+    [
+        ("How old is Pip?", "Pip is 9.", "Our dog Pip turned 9 in May.", ""),
+        # The brother is named by the human block; the line names him, not the relation.
+        ("Where does my brother live?", "In York.", "Tomas moved to York.", "Brother: Tomas"),
+        ("What's my partner called?", "Odile.", "My partner Odile teaches chemistry.", ""),
+        # About the user's own things: their lines seldom share the question's words.
+        ("What's my job?", "You're a baker in Ghent.", "", "Name: Ilse\nWork: baker in Ghent"),
+        ("Where do I work?", "You work in Lyon.", "I drive buses in Lyon.", ""),
+    ],
+)
+def test_a_fact_told_of_what_was_asked_is_an_answer(
+    question: str, reply: str, told: str, human: str
+) -> None:
+    check = _answered(question, reply, told, human)
+    assert not check.invented and check.verdict is Verdict.PASS

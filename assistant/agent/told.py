@@ -79,12 +79,17 @@ def _linked(human: str) -> dict[str, set[str]]:
     return linked
 
 
+def linked_terms(question: str, human: str = "") -> dict[str, set[str]]:
+    """Each term of ``question`` with the words that name the same thing in the human block
+    (itself among them): "brother" with his name."""
+    linked = _linked(human)
+    return {term: {term, *linked.get(term, ())} for term in terms(question)}
+
+
 def bearing_on(question: str, said: Sequence[str], human: str = "") -> list[str]:
     """Of the sentences of the user's earlier messages ``said`` (oldest first), those that
     share a word with ``question`` (up to ``STATEMENTS``; no question), oldest first."""
-    wanted = terms(question)
-    linked = _linked(human)
-    wanted |= {word for term in list(wanted) for word in linked.get(term, ())}
+    wanted = {word for words in linked_terms(question, human).values() for word in words}
     scored = []
     statements = (s for message in said for s in _SENTENCE.split(straight(message).strip()))
     for order, statement in enumerate(statements):

@@ -19,10 +19,12 @@ only addresses the user ("Sure, Ilse.").
 from __future__ import annotations
 
 import re
+from collections.abc import Iterator
 from dataclasses import replace
 from typing import Self
 
 from assistant.agent.checks.check import Check, Seen, Verdict
+from assistant.agent.checks.provenance import Sources
 from assistant.agent.checks.text import ENDS, LOWER, NAME_WORD, UPPER, straight
 from assistant.agent.reply_form import ReplyForm
 
@@ -87,18 +89,23 @@ def _words(text: str) -> set[str]:
     return {word.lower() for word in _WORD.findall(text)}
 
 
-def invented(sentence: str, known: set[str]) -> list[str]:
-    """The facts of ``sentence`` (its names past the first word, its numbers) that are not
-    among the ``known`` words (lower-case); a template's blank ("[insert name]") stands for
-    one it did not know."""
-    found = _BLANK.findall(sentence)
+def facts_in(sentence: str) -> Iterator[tuple[str, str]]:
+    """The facts of ``sentence`` (its names past the first word, its numbers), each with its
+    base: lower case, without an ordinal's ending."""
     for match in _FACT.finditer(sentence):
         fact = match.group(0).rstrip(".,")
         before = sentence[: match.start()].rstrip(" \"'")
         opens = not before or (before.endswith(_OPENS) and not before.endswith(_TITLES))
         if not fact or (fact[0].isupper() and opens):
             continue  # a sentence's first word is capitalised anyway
-        base = re.sub(r"(?<=\d)(st|nd|rd|th)$", "", fact.lower())
+        yield fact, re.sub(r"(?<=\d)(st|nd|rd|th)$", "", fact.lower())
+
+
+def invented(sentence: str, known: set[str]) -> list[str]:
+    """The facts of ``sentence`` that are not among the ``known`` words (lower-case); a
+    template's blank ("[insert name]") stands for one it did not know."""
+    found = _BLANK.findall(sentence)
+    for fact, base in facts_in(sentence):
         if fact.lower() not in known and base not in known and base.split("'")[0] not in known:
             found.append(fact)
     return found
@@ -111,9 +118,19 @@ class GroundCheck(Check):
 
     name = "grounding"
 
-    def __init__(self, prompt: str, armed: bool = True, own_name: str | None = None) -> None:
-        """``own_name``: the user's name, where the answer is not about it."""
+    def __init__(
+        self,
+        prompt: str,
+        armed: bool = True,
+        own_name: str | None = None,
+        sources: Sources | None = None,
+        question: str = "",
+    ) -> None:
+        """``own_name``: the user's name, where the answer is not about it; ``sources``: the
+        lines a fact not in the ``question`` must come from (provenance.py)."""
         self.invented: list[str] = []
+        self._sources = sources
+        self._asked = _words(question)
         self._own_name = own_name
         self.cut = False
         self._known = _words(prompt)
@@ -130,7 +147,8 @@ class GroundCheck(Check):
         asked = form.grounded and not form.admitting
         armed = asked and about_what_they_told(seen.heard, seen.prompt)
         own = None if _ASKS_OWN_NAME.search(straight(seen.heard)) else user_name(seen.human)
-        return cls(seen.prompt, armed=armed, own_name=own)
+        sources = Sources(seen.heard, seen.facts, seen.human) if armed else None
+        return cls(seen.prompt, armed=armed, own_name=own, sources=sources, question=seen.heard)
 
     @property
     def verdict(self) -> Verdict:
@@ -164,9 +182,12 @@ class GroundCheck(Check):
 
     def _end(self, space: str) -> str:
         sentence, self._sentence = self._sentence, ""
-        facts = invented(("and " if self._midway else "") + sentence, self._known)
+        read = ("and " if self._midway else "") + sentence
+        facts = invented(read, self._known)
         if self._own_name is not None and own_name_in(sentence, self._own_name):
             facts.append(self._own_name)
+        if not facts and self._sources is not None:
+            facts = [fact for fact, base in facts_in(read) if self._unfounded(base)]
         if facts:
             self.invented = facts
             self.cut = self._released
@@ -174,6 +195,16 @@ class GroundCheck(Check):
         self._released |= bool(sentence.strip())
         self._midway = bool(sentence.strip()) and not sentence.rstrip().endswith(tuple(ENDS))
         return sentence + space
+
+    def _unfounded(self, base: str) -> bool:
+        """Whether a fact of the answer, not one the question says, comes from no line that
+        speaks of what was asked."""
+        word = base.split("'")[0]
+        return (
+            word not in self._asked
+            and self._sources is not None
+            and (self._sources.unfounded(word))
+        )
 
 
 def _long(held: str) -> bool:
