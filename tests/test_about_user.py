@@ -27,6 +27,7 @@ from tests.test_agent import make_agent
         ("We have a ginger cat named Mango.", ["Cat: Mango"]),
         ("I work as a bus mechanic for the council.", ["Work: bus mechanic"]),
         ("I'm a translator at a law firm.", ["Work: translator"]),
+        ("I restore old clocks for a living, mostly in Bern.", ["Work: restore old clocks"]),
         ("I live in Utrecht with two flatmates.", ["Lives in: Utrecht"]),
     ],
 )

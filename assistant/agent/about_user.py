@@ -112,6 +112,8 @@ _WORK_AS = re.compile(
     r"\bi\s+work\s+as\s+an?\s+([a-z]+(?:\s+[a-z]+){0,2}?)(?=\s+(?:for|at|in|with)\b|[.,!;]|$)",
     _FLAGS,
 )
+# "I restore old clocks for a living": the work is what they do.
+_FOR_A_LIVING = re.compile(r"\bi\s+([a-z]+(?:\s+[a-z]+){0,3}?)\s+for\s+a\s+living\b", _FLAGS)
 _I_AM_A = re.compile(r"\bi(?:'m| am)\s+an?\s+([a-z]+(?:\s+[a-z]+)?)\s+(?:in|at|for)\s+", _FLAGS)
 # "I'm a bit late at ...", "I'm a big fan of ...": not a job.
 _NOT_WORK = {"bit", "little", "lot", "fan", "big", "huge", "member", "regular", "new", "good"}
@@ -155,7 +157,7 @@ def _facts_in_sentence(sentence: str) -> list[Fact]:
         facts.append(Fact(found.group(1).capitalize(), found.group(2), True))
     for found in _HAVE_PET.finditer(sentence):
         facts.append(Fact(found.group(1).capitalize(), found.group(2), True))
-    work = _WORK_AS.search(sentence) or _I_AM_A.search(sentence)
+    work = _WORK_AS.search(sentence) or _I_AM_A.search(sentence) or _FOR_A_LIVING.search(sentence)
     if work and work.group(1).lower().split()[0] not in _NOT_WORK:
         facts.append(Fact("Work", work.group(1).lower()))
     home = _LIVE_IN.search(sentence)
