@@ -159,36 +159,30 @@ def _answered(question: str, reply: str, told: str, human: str = "Name: Ilse") -
     return check
 
 
-@pytest.mark.parametrize(
-    ("question", "reply", "told", "human"),
-    [
-        # A name told of someone else, for a person never mentioned.
-        ("What's my wife's name?", "Your wife is Rosa.", "My sister Rosa runs a bakery.", ""),
-        ("Who is my dentist?", "Your dentist is Tomas.", "My brother Tomas met Milo.", ""),
-        ("How many cousins do I have?", "You have 3 cousins.", "I have 3 dogs.", ""),
-    ],
-)
-def test_a_fact_told_of_someone_else_is_no_answer(
-    question: str, reply: str, told: str, human: str
-) -> None:
-    check = _answered(question, reply, told, human)
-    assert check.invented and check.verdict is Verdict.REASK
+# A fact told of someone else (a name, a number) is no answer about a person never mentioned.
+TOLD_OF_ELSE = [
+    ("What's my wife's name?", "Your wife is Rosa.", "My sister Rosa runs a bakery.", ""),
+    ("Who is my dentist?", "Your dentist is Tomas.", "My brother Tomas met Milo.", ""),
+    ("How many cousins do I have?", "You have 3 cousins.", "I have 3 dogs.", ""),
+]
+TOLD_OF_IT = [
+    ("How old is Pip?", "Pip is 9.", "Our dog Pip turned 9 in May.", ""),
+    # The brother is named by the human block; the line names him, not the relation.
+    ("Where does my brother live?", "In York.", "Tomas moved to York.", "Brother: Tomas"),
+    ("What's my partner called?", "Odile.", "My partner Odile teaches chemistry.", ""),
+    # About the user's own things: their lines seldom share the question's words.
+    ("What's my job?", "You're a baker in Ghent.", "", "Name: Ilse\nWork: baker in Ghent"),
+    ("Where do I work?", "You work in Lyon.", "I drive buses in Lyon.", ""),
+]
 
 
 @pytest.mark.parametrize(
-    ("question", "reply", "told", "human"),
-    [
-        ("How old is Pip?", "Pip is 9.", "Our dog Pip turned 9 in May.", ""),
-        # The brother is named by the human block; the line names him, not the relation.
-        ("Where does my brother live?", "In York.", "Tomas moved to York.", "Brother: Tomas"),
-        ("What's my partner called?", "Odile.", "My partner Odile teaches chemistry.", ""),
-        # About the user's own things: their lines seldom share the question's words.
-        ("What's my job?", "You're a baker in Ghent.", "", "Name: Ilse\nWork: baker in Ghent"),
-        ("Where do I work?", "You work in Lyon.", "I drive buses in Lyon.", ""),
-    ],
+    ("question", "reply", "told", "human", "founded"),
+    [(*case, False) for case in TOLD_OF_ELSE] + [(*case, True) for case in TOLD_OF_IT],
 )
-def test_a_fact_told_of_what_was_asked_is_an_answer(
-    question: str, reply: str, told: str, human: str
+def test_a_fact_about_someone_comes_from_a_line_about_them(
+    question: str, reply: str, told: str, human: str, founded: bool
 ) -> None:
     check = _answered(question, reply, told, human)
-    assert not check.invented and check.verdict is Verdict.PASS
+    assert bool(check.invented) is not founded
+    assert check.verdict is (Verdict.PASS if founded else Verdict.REASK)
