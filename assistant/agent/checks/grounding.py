@@ -199,12 +199,8 @@ class GroundCheck(Check):
     def _unfounded(self, base: str) -> bool:
         """Whether a fact of the answer, not one the question says, comes from no line that
         speaks of what was asked."""
-        word = base.split("'")[0]
-        return (
-            word not in self._asked
-            and self._sources is not None
-            and (self._sources.unfounded(word))
-        )
+        word, sources = base.split("'")[0], self._sources
+        return sources is not None and word not in self._asked and sources.unfounded(word)
 
 
 def _long(held: str) -> bool:
