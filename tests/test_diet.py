@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import pytest
 
+from assistant.agent.checks.check import Verdict
 from assistant.agent.checks.diet import DietCheck, excluded_foods, named_food
 from assistant.agent.events import UserText
 from assistant.agent.tools import Stores
@@ -49,6 +50,17 @@ def test_a_first_sentence_naming_an_excluded_food_asks_again_a_later_one_is_left
         + check.flush()
     )
     assert shown == "Here is an idea. Then" and check.named is None and check.dropped
+
+
+def test_a_cheer_waits_for_the_meal_it_opens() -> None:
+    check = DietCheck(excluded_foods("Diet: vegetarian"))
+    assert check.feed("Sure! ") == "" and check.feed("Try a lamb curry. ") == ""
+    assert check.named == "lamb", "asked again: the cheer was never shown"
+    check = DietCheck(excluded_foods("Diet: vegetarian"))
+    shown = check.feed("Sure! ") + check.feed("Try a lentil curry. ") + check.flush()
+    assert shown == "Sure! Try a lentil curry. " and check.verdict is Verdict.PASS
+    check = DietCheck(excluded_foods("Diet: vegetarian"))
+    assert check.feed("Of course.") + check.flush() == "Of course."
 
 
 def test_a_meal_naming_what_the_user_does_not_eat_is_asked_again(stores: Stores) -> None:

@@ -6,7 +6,9 @@ family of foods (a vegetarian eats no meat or fish, a coeliac no wheat: foods.js
 a request about food is checked sentence by sentence as it streams: one that names an excluded
 food (not "vegan cheese", "gluten-free bread" or "without ham") is not shown, the stream is
 closed, and the reply is asked for again, told what to leave out; in that second reply, or
-after a sentence already shown, a sentence that names it is dropped.
+after a sentence already shown, a sentence that names it is dropped. A first sentence that is
+a cheer alone ("Sure!") waits for the meal it opens: shown at once, with the meal left out
+after it, "Sure!" was all the 0.5B model's user got.
 """
 
 from __future__ import annotations
@@ -20,7 +22,7 @@ from typing import Self
 
 from assistant.agent.about_user import about_food
 from assistant.agent.checks.check import Check, Seen, Verdict
-from assistant.agent.checks.text import SENTENCE_END
+from assistant.agent.checks.text import CHEER_WORDS, SENTENCE_END
 from assistant.agent.reply_form import ReplyForm
 
 _FOODS = json.loads((Path(__file__).parent / "foods.json").read_text(encoding="utf-8"))
@@ -94,6 +96,7 @@ class DietCheck(Check):
         self.dropped = False
         self._held = ""
         self._released = False
+        self._cheer = ""  # a short first sentence, shown with the one after it
 
     @classmethod
     def for_step(cls, form: ReplyForm, seen: Seen) -> Self:
@@ -131,13 +134,20 @@ class DietCheck(Check):
         if not self.foods or self.named is not None:
             return ""
         held, self._held = self._held, ""
-        return self._checked(held)
+        shown = self._checked(held)
+        if self.named is None and self._cheer:  # the reply was the cheer alone
+            shown, self._cheer = self._cheer + shown, ""
+        return shown
 
     def _checked(self, sentence: str) -> str:
         food = named_food(sentence, self.foods)
         if food is None:
+            if not self._released and 0 < len(sentence.split()) <= CHEER_WORDS:
+                self._cheer += sentence
+                return ""
             self._released |= bool(sentence.strip())
-            return sentence
+            cheer, self._cheer = self._cheer, ""
+            return cheer + sentence
         # Past a sentence already shown, asked again, the user saw two meals, one after the
         # other: the sentence is left out instead.
         if self.dropping or self._released:
