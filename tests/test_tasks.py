@@ -499,3 +499,28 @@ def test_a_reminder_whose_words_hold_time_and_text_is_set_with_no_model_step(
     heard.append("Remind me to water the ferns.")
     agent.respond(UserText(heard[-1]))
     assert len(llm.calls) >= 1
+
+
+def test_work_asked_for_in_the_background_is_delegated_in_the_users_words(
+    tmp_path: Path, stores: Stores
+) -> None:
+    """The 0.5B model's schema-held goal ran on as a token loop past its cap three times and
+    no task was started; the request, complete in itself, is the goal."""
+    from assistant.agent.agent import Agent
+    from assistant.agent.context import ContextConfig, ContextWindow
+    from assistant.agent.events import UserText
+    from assistant.agent.instructions import instructions
+    from assistant.agent.tools import TOOLS
+    from assistant.agent.turn import AgentConfig
+    from assistant.tasks.agent_tools import HANDED_OFF
+    from tests.agent_helpers import ScriptedStream, say
+
+    manager = MagicMock()
+    tools = (*TOOLS, *background_tools(manager, ReminderStore(tmp_path / "r.json"), lambda: NOW))
+    context = ContextWindow(instructions(tools), stores.core, ContextConfig(window_tokens=4096))
+    llm = ScriptedStream(say("Noted."))
+    words = "When you get a moment, go through my notes on the allotment and  sum them up."
+    turn = Agent(llm, stores, context, AgentConfig(), tools=tools).respond(UserText(words))
+    assert llm.calls == [], "no model step"
+    manager.delegate.assert_called_once_with(" ".join(words.split()))
+    assert turn.reply.endswith(HANDED_OFF)

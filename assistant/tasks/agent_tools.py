@@ -34,6 +34,14 @@ class SetReminder(Arguments):
     when: str = Field(description="When: 'in 10 minutes', 'tomorrow at 9', an ISO time.")
 
 
+def read_delegation(words: str) -> DelegateTask | None:
+    """A job asked for in the background, its goal in the user's own words: the request is
+    complete in itself, and the 0.5B model's schema-held goal ran on as a token loop past its
+    cap ("tooled_ua_10_10_10 ...") three times, and no task was started."""
+    goal = " ".join(words.split())
+    return DelegateTask(goal=goal) if goal else None
+
+
 def background_tools(
     manager: TaskManager,
     reminders: ReminderStore,
@@ -76,6 +84,7 @@ def background_tools(
             DelegateTask,
             delegate,
             speaks_result=True,
+            read=read_delegation,
         ),
         Tool(
             "set_reminder",
