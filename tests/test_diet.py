@@ -61,6 +61,10 @@ def test_a_cheer_waits_for_the_meal_it_opens() -> None:
     assert shown == "Sure! Try a lentil curry. " and check.verdict is Verdict.PASS
     check = DietCheck(excluded_foods("Diet: vegetarian"))
     assert check.feed("Of course.") + check.flush() == "Of course."
+    # A meal written as one long sentence: the cheer is said once its first words name none.
+    check = DietCheck(excluded_foods("Diet: vegetarian"))
+    assert check.feed("Sure! Here is a simple dinner of rice, beans, peas, carrots") == "Sure! "
+    assert check.feed(" and ham.") + check.flush() == "" and check.dropped
 
 
 def test_a_meal_naming_what_the_user_does_not_eat_is_asked_again(stores: Stores) -> None:

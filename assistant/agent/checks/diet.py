@@ -7,8 +7,8 @@ a request about food is checked sentence by sentence as it streams: one that nam
 food (not "vegan cheese", "gluten-free bread" or "without ham") is not shown, the stream is
 closed, and the reply is asked for again, told what to leave out; in that second reply, or
 after a sentence already shown, a sentence that names it is dropped. A first sentence that is
-a cheer alone ("Sure!") waits for the meal it opens: shown at once, with the meal left out
-after it, "Sure!" was all the 0.5B model's user got.
+a cheer alone ("Sure!") waits for the first words of the meal it opens: shown at once, with
+the meal left out after it, "Sure!" was all the 0.5B model's user got.
 """
 
 from __future__ import annotations
@@ -39,6 +39,9 @@ LEAVE_OUT = (
     "The user does not eat {food}, as they told you: suggest something that keeps to what they eat."
 )
 _LINES = ("Diet:", "Allergic to:", "Health:")
+# How many words of the sentence after a cheer it waits for: a list written as one long
+# sentence held "Sure!" back 12 s; once these name no excluded food, the cheer is said.
+CHEER_HELD_WORDS = 8
 
 
 def excluded_foods(block: str) -> tuple[str, ...]:
@@ -128,6 +131,9 @@ class DietCheck(Check):
             out += self._checked(sentence)
             if self.named is not None:
                 return out
+        under_way = self._cheer and len(self._held.split()) > CHEER_HELD_WORDS
+        if under_way and named_food(self._held, self.foods) is None:  # none excluded so far
+            out, self._cheer, self._released = out + self._cheer, "", True
         return out
 
     def flush(self) -> str:
