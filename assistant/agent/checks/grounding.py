@@ -147,7 +147,8 @@ class GroundCheck(Check):
         asked = form.grounded and not form.admitting
         armed = asked and about_what_they_told(seen.heard, seen.prompt)
         own = None if _ASKS_OWN_NAME.search(straight(seen.heard)) else user_name(seen.human)
-        sources = Sources(seen.heard, seen.facts, seen.human) if armed else None
+        told = seen.facts or seen.prompt  # no split of the prompt: all of it is told
+        sources = Sources(seen.heard, told, seen.human) if armed else None
         return cls(seen.prompt, armed=armed, own_name=own, sources=sources, question=seen.heard)
 
     @property
