@@ -2,9 +2,8 @@
 model was told that speaks of what the question asks about.
 
 A name or a number the model was told passes the grounding check wherever it was told, and
-asked about someone it was never told of, the 0.5B model answered with a name told of someone
-else: the user's sister's name for a wife never mentioned, a husband's name for a child's
-teacher. A true answer takes its fact from a line that speaks of what was asked: the line
+asked about someone it was never told of, the 0.5B model answered with a name or a number
+told of someone else in the conversation, the relation swapped. A true answer takes its fact from a line that speaks of what was asked: the line
 holds the fact and at least half of the question's words (a person the question names by
 relation counts by name too, as the human block links them). Words that ask for an answer's
 form ("name", "old", "how many") are not counted: the line that holds the answer seldom says
