@@ -3,14 +3,15 @@ model was told that speaks of what the question asks about.
 
 A name or a number the model was told passes the grounding check wherever it was told, and
 asked about someone it was never told of, the 0.5B model answered with a name or a number
-told of someone else in the conversation, the relation swapped. A true answer takes its fact from a line that speaks of what was asked: the line
-holds the fact and at least half of the question's words (a person the question names by
-relation counts by name too, as the human block links them). Words that ask for an answer's
-form ("name", "old", "how many") are not counted: the line that holds the answer seldom says
-them ("he's eleven"). Only a question about someone (a relation, "my wife", or a name) is
-held to it: a question about the user's own things ("What's my job?") is answered from lines
-that seldom share its words ("I bake bread for a living"), and a question that names two
-things, one of them told ("Who is Pip's vet?" after "Tomas walks Pip"), passes.
+told of someone else in the conversation, the relation swapped. A true answer takes its fact
+from a line that speaks of what was asked: the line holds the fact and at least half of the
+question's words (a person the question names by relation counts by name too, as the human
+block links them). Words that ask for an answer's form ("name", "old", "how many") are not
+counted: the line that holds the answer seldom says them ("he's eleven"). Only a question
+about someone (a relation, "my wife", or a name) is held to it: a question about the user's
+own things ("What's my job?") is answered from lines that seldom share its words ("I bake
+bread for a living"), and a question that names two things, one of them told ("Who is Pip's
+vet?" after "Tomas walks Pip"), passes.
 """
 
 from __future__ import annotations
