@@ -281,3 +281,14 @@ def test_a_memory_of_what_the_model_said_is_no_fact_a_later_sentence_may_copy() 
     check = CopiedRun(notes, facts, [f"Lovely. {said}"])
     shown, _ = streamed(check, f"Good news! The bees are back. {said}")
     assert shown == "Good news! The bees are back. " and check.verdict is Verdict.TRIM
+
+
+def test_a_core_block_restated_after_the_summary_is_framed_as_a_note() -> None:
+    human = "Name: Ines\nPartner: Tomas"
+    summary = f"{SUMMARY_HEAD}\nInes talked about her garden."
+    content = f"{summary}\n\n[core memory] human now reads:\n{human}"
+    notes, facts = prompt_notes([{"role": "system", "content": content}], human)
+    assert "garden" in facts and "now reads" not in facts and "now reads" in notes
+    check = CopiedRun(notes, facts)
+    shown, _ = streamed(check, "Lovely. human now reads: Name: Ines Partner: Tomas")
+    assert "now reads" not in shown and check.verdict is not Verdict.PASS

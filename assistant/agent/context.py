@@ -25,6 +25,8 @@ from assistant.llm.tokens import TokenCounter, estimate_tokens
 # Chat templates add a few tokens around every message.
 MESSAGE_OVERHEAD_TOKENS = 6
 SUMMARY_HEAD = "[summary of the earlier conversation]"
+# How the summary's note restates a core block that changed (after the summary itself).
+CORE_RESTATED = "[core memory] "
 # Who said a line of conversation the memory stream keeps (and the prompt shows among the
 # memories), when the assistant did.
 ASSISTANT_SPEAKER = "Brain OS"
@@ -216,7 +218,7 @@ class ContextWindow:
         lines = [f"{SUMMARY_HEAD}\n{summary}"]
         for label, block in self.core.blocks.items():
             if block.value != self.core_prefix.get(label, ""):
-                lines.append(f"[core memory] {label} now reads:\n{block.value}")
+                lines.append(f"{CORE_RESTATED}{label} now reads:\n{block.value}")
                 self.core_seen[label] = block.value
         self.insert({"role": "system", "content": "\n\n".join(lines)}, before)
 

@@ -45,7 +45,7 @@ from typing import Self
 from assistant.agent.checks.check import Check, Seen, Verdict
 from assistant.agent.checks.opening import COPY_REASKS, owned
 from assistant.agent.checks.text import CHEER_WORDS, SENTENCE_END, normal, straight
-from assistant.agent.context import ASSISTANT_SPEAKER, SUMMARY_HEAD
+from assistant.agent.context import ASSISTANT_SPEAKER, CORE_RESTATED, SUMMARY_HEAD
 from assistant.agent.reply_form import ReplyForm
 from assistant.llm.messages import Message
 
@@ -139,8 +139,16 @@ def prompt_notes(messages: Sequence[Message], human: str) -> tuple[str, str]:
         content = message["content"]
         if message["role"] == "assistant":  # what the model said is no fact it was told
             continue
-        if message["role"] == "user" or content.startswith(SUMMARY_HEAD):
+        if message["role"] == "user":
             facts.append(content)
+            continue
+        if content.startswith(SUMMARY_HEAD):
+            # The summary is what happened; a core block restated after it is framed as a
+            # note ("[core memory] human now reads:"), which the 0.5B model said back.
+            summary, framed, restated = content.partition(f"\n\n{CORE_RESTATED}")
+            facts.append(summary)
+            if framed:
+                notes.append(framed + restated)
             continue
         notes.append(content)
         facts += _EXAMPLE_REPLY.findall(content)
@@ -242,10 +250,13 @@ class CopiedRun(Check):
                 break
             cut = end.end() if end is not None else len(self._held)
             sentence, self._held = self._held[:cut], self._held[cut:]
-            if self._copies_at(_keys(sentence), replies=True) is not None or _DATED.search(
-                sentence
-            ):
-                self.dropped, self._left_out = True, self._left_out or sentence
+            keys = _keys(sentence)
+            note = self._copies_at(keys, replies=False) is not None or _DATED.search(sentence)
+            if note or self._copies_at(keys, replies=True) is not None:
+                self.dropped = True
+                # Only an earlier reply's words may be said after all, never the prompt's.
+                if not note:
+                    self._left_out = self._left_out or sentence
             else:
                 shown += self._show(self._cheer + sentence)
                 self._cheer = ""
@@ -256,13 +267,14 @@ class CopiedRun(Check):
     def _last_words(self) -> str:
         """At the end of the reply: a cheer held on a re-ask with nothing after it but what
         was left out asks for the reply again; else a reply that would be a cheer alone says
-        the sentence left out after all (a copy says more than "Great!" alone)."""
+        the earlier reply's sentence left out after all (a copy says more than "Great!"
+        alone; a note of the prompt is never said)."""
         cheer, self._cheer = self._cheer, ""
         if cheer and self.dropped:
-            self.copied = normal(self._left_out)
+            self.copied = normal(self._left_out or cheer)
             return ""
         shown = self._show(cheer)
-        if self.dropped and self._shown_words <= CHEER_WORDS:
+        if self.dropped and self._left_out and self._shown_words <= CHEER_WORDS:
             self.dropped, left_out, self._left_out = False, self._left_out, ""
             shown += self._show(left_out)
         return shown
