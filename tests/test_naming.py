@@ -9,7 +9,7 @@ import re
 import pytest
 
 from assistant.agent.agent import Agent
-from assistant.agent.checks.opening import WILLING_PATTERN
+from assistant.agent.checks.opening import willing_pattern
 from assistant.agent.context import ContextConfig, ContextWindow
 from assistant.agent.events import UserText
 from assistant.agent.instructions import instructions
@@ -47,7 +47,7 @@ def test_a_message_pattern_also_holds_the_name() -> None:
     assert re.match(first, "Aya at a bookshop, how exciting.")
     assert not re.match(first, "Congratulations on your new job!")
     assert not re.match(first, "Good to know! Goodbye! [core memory] Aya works at a bookshop.")
-    willing = saying("Lev", WILLING_PATTERN)
+    willing = saying("Lev", willing_pattern())
     assert re.match(willing, "Sure, Lev will love it.")
     assert not re.match(willing, "I hope Lev enjoys it."), "still held to open willingly"
     assert not re.match(willing, "Sure, he will love it.")

@@ -98,7 +98,6 @@ WILLING_OPENINGS = (
     "You",
     "Your",
 )
-WILLING_PATTERN = "^(" + "|".join(WILLING_OPENINGS) + ')[^"]*$'
 # How many times a reply that copies is asked again: the 0.5B model's re-ask, held off the
 # copy's first word, opened with another cheer and then wrote the copied sentence (which the
 # loop check dropped, leaving the cheer: itself an earlier reply, said whole); compared in
