@@ -231,7 +231,11 @@ async def test_voice_in_the_window_state_keys_a_spoken_turn_and_a_cut_reply(
                 levels.add(screen.query_one(LevelMeter).eighths)
                 return bool(views(screen, "user"))
 
-            await wait_for(spoken, 30)
+            try:
+                await wait_for(spoken, 30)
+            except AssertionError as timed_out:
+                log = (loaded.settings.log_dir / "service.log").read_text()[-4000:]
+                raise AssertionError(f"never heard; the service's log:\n{log}") from timed_out
             [user] = views(screen, "user")
             assert "forward" in user.text.lower()
             assert user.note.startswith("🎤 ") and user.note.endswith("%")

@@ -142,6 +142,7 @@ class VoiceLoop:
         self._talking = False  # push-to-talk: the key is down
         self._held: list[Frame] = []  # push-to-talk: audio since the key went down
         self._held_since = 0.0
+        self._forget = False  # the mode changed: the endpointer forgets the speech under way
         self._thinking = False
         self._reply: ReplySpeech | None = None
         self._lock = threading.Lock()
@@ -192,7 +193,9 @@ class VoiceLoop:
             self._mode = mode
             self._talking = False
             self._held = []
-        self.endpointer.reset()
+            # The endpointer is the frame thread's: reset from here, it was changed halfway
+            # through a frame it was reading. It forgets the speech at its next frame.
+            self._forget = True
 
     def talk(self, down: bool) -> None:
         """Push-to-talk: the key went down (start hearing) or up (the utterance ends)."""
@@ -261,7 +264,10 @@ class VoiceLoop:
         if reply is not None:
             reply.played(frame.speech_played)
         verdict = self.suppressor.process(frame.mic, frame.played)
-        mode = self._mode
+        with self._lock:
+            mode, forget, self._forget = self._mode, self._forget, False
+        if forget:
+            self.endpointer.reset()
         if mode == "muted":
             self._show(frame.at, SILENCE_DBFS, muted=True)
             return
