@@ -341,11 +341,14 @@ def test_a_cancelled_summary_leaves_its_messages_waiting_for_the_next(
     agent.respond(UserText("And now?"))
     assert not agent.context.summary and agent.context.pending == handed
     # Saved so: opened again (the service restarted), the summary is asked for anew.
-    again = compacting_agent(ScriptedStream(say("Lovely.")), stores, HeldSummaries(), path)
+    asked_anew = HeldSummaries()
+    again = compacting_agent(ScriptedStream(say("Lovely.")), stores, asked_anew, path)
     assert load_context(path, again.context)
     assert again.context.pending == handed and not again.context.summary
     assert again.compact_if_due()
     assert again.compactor is not None and again.compactor.busy
+    asked_anew.release.set()  # no summary thread outlives the test
+    assert again.compactor.wait(10)
 
 
 def test_a_failed_summary_keeps_whole_opening_lines() -> None:
