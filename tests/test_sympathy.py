@@ -85,6 +85,27 @@ def test_words_of_both_hold_neither_back() -> None:
     assert tone_of(words) is Tone.MIXED and unwanted_openings(words) == ()
 
 
+@pytest.mark.parametrize(
+    "words",
+    (
+        "Bad news, the roof repair finally gave way in the storm.",
+        "Sad news: I wasn't promoted after all.",
+        "Great, the washing machine flooded the hall again.",
+        "Finally heard back from the clinic, and it's not good.",
+    ),
+)
+def test_gladness_said_of_trouble_is_trouble(words: str) -> None:
+    assert tone_of(words) is Tone.TROUBLE and unwanted_openings(words) == CHEER_OPENINGS
+
+
+@pytest.mark.parametrize(
+    "words",
+    ("The knee surgery went well, I'm back home.", "Good news: Lior's fever is gone."),
+)
+def test_trouble_that_ended_well_holds_neither_back(words: str) -> None:
+    assert tone_of(words) is Tone.MIXED
+
+
 def test_a_copy_kept_in_the_second_person_still_avoids_its_first_person_opening() -> None:
     avoiding = ("you're sorry to hear that your day was hard.",)
     assert "I'm sorry to hear" not in willing_openings(avoiding, Tone.TROUBLE)

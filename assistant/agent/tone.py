@@ -7,7 +7,8 @@ that broke down, a friend who died, a diagnosis. Whether the user's words tell o
 something that went well is plain in them, so code decides it: a reply to trouble may not open
 with cheer, one to a plain fact not with sympathy or with news to celebrate, and the willing
 openings a re-ask is held to (checks/opening.py) are those of the tone. Words of both hold
-neither back; the trouble list errs towards trouble.
+neither back; the trouble list errs towards trouble, and gladness that names no good event
+("finally", "great") is taken as said of the trouble beside it.
 """
 
 from __future__ import annotations
@@ -50,27 +51,44 @@ _TROUBLE = re.compile(
     r")\b",
     re.IGNORECASE,
 )
-# Words that tell of something that went well, or news said to be good.
+# Words that tell of something that went well: an event, or trouble that ended.
 _GOOD = re.compile(
     r"\b("
-    r"good news|great news|big news|happy news|news!|"
     r"promot\w*|accepted|won(?!'t)|win|winning|passed (?:my|the|his|her|their|our)|graduat\w*|"
     r"engaged|married|wedding|pregnan\w*|born|new (?:job|home|house|flat|car|baby)|"
-    r"got the job|hired|raise|bonus|signed|"
-    r"finally|proud|excited|thrilled|delighted|happy|glad|"
-    r"great|amazing|wonderful|fantastic|brilliant|celebrat\w*|birthday|anniversary"
+    r"got the job|hired|raise|bonus|signed|proud|celebrat\w*|birthday|anniversary|"
+    r"recovered|healed|went well|all clear|better now|back home|made it"
     r")\b",
     re.IGNORECASE,
 )
+# Words glad of something without saying what went well: with trouble they are said of the
+# trouble ("finally broke down for good", "great, the boiler again"), so they hold nothing
+# back there.
+_GLAD = re.compile(
+    r"\b(?:(?:finally|excited|thrilled|delighted|happy|glad|great|amazing|wonderful|"
+    r"fantastic|brilliant)\b|news!)",
+    re.IGNORECASE,
+)
+# News the user calls good or bad: bad news is trouble whatever else it holds ("bad news, I
+# wasn't promoted"), unless they call some of it good too.
+_SAID_GOOD = re.compile(r"\b(?:good|great|big|happy) news\b", re.IGNORECASE)
+_SAID_BAD = re.compile(r"\b(?:bad|sad|terrible|awful) news\b", re.IGNORECASE)
 
 
 def tone_of(words: str) -> Tone:
     """The tone of a reply to the user's ``words``."""
     text = straight(words)
-    trouble, good = _TROUBLE.search(text) is not None, _GOOD.search(text) is not None
+    said_good, said_bad = _SAID_GOOD.search(text), _SAID_BAD.search(text)
+    if said_good and said_bad:
+        return Tone.MIXED
+    if said_bad:
+        return Tone.TROUBLE
+    trouble = _TROUBLE.search(text) is not None
+    if said_good or _GOOD.search(text) is not None:
+        return Tone.MIXED if trouble else Tone.GOOD
     if trouble:
-        return Tone.MIXED if good else Tone.TROUBLE
-    return Tone.GOOD if good else Tone.PLAIN
+        return Tone.TROUBLE
+    return Tone.GOOD if _GLAD.search(text) is not None else Tone.PLAIN
 
 
 def sympathy_due(words: str) -> bool:
