@@ -6,8 +6,10 @@ import pytest
 
 from assistant.agent.checks.check import Verdict
 from assistant.agent.checks.echo import EchoTurn
+from assistant.agent.checks.runs import remembered_user_words
 from assistant.agent.events import UserText
 from assistant.agent.tools import Stores
+from assistant.llm.messages import Message
 from tests.agent_helpers import ScriptedStream, say
 from tests.test_agent import make_agent
 
@@ -120,3 +122,29 @@ def test_words_said_turns_before_are_turned_too(
     heard: str, earlier: tuple[str, ...], reply: str, shown: str, chunk: int
 ) -> None:
     assert turned(heard, reply, chunk, earlier) == shown
+
+
+def test_the_users_words_from_a_memory_shown_are_theirs_too(stores: Stores) -> None:
+    """A memory of the user's words, said back as the assistant's own, is turned as their
+    words in the window are (the window of a new session holds none of them)."""
+    stores.stream.add("User: I'm repainting the canal boat before the spring rally.", source="user")
+    llm = ScriptedStream(
+        say("Noted. I'm repainting the canal boat before the spring rally."), say("Nice.")
+    )
+    agent = make_agent(llm, stores)
+    turn = agent.respond(UserText("What colour should the canal boat be?"))
+    shown = [m["content"] for m in llm.calls[0] if m["role"] == "system"]
+    assert any("User: I'm repainting the canal boat" in content for content in shown)
+    assert turn.reply == "Noted. You're repainting the canal boat before the spring rally."
+
+
+def test_remembered_user_words_are_the_memory_lines_of_the_user() -> None:
+    messages: list[Message] = [
+        {
+            "role": "system",
+            "content": "Memories:\n- (2026-03-02) User: I keep ferrets.\n"
+            "- (2026-03-02) Brain OS: Ferrets are lively.\n- Rosa owns the bakery",
+        },
+        {"role": "user", "content": "User: not a memory line"},
+    ]
+    assert remembered_user_words(messages) == ("I keep ferrets.",)

@@ -30,6 +30,7 @@ CORE_RESTATED = "[core memory] "
 # Who said a line of conversation the memory stream keeps (and the prompt shows among the
 # memories), when the assistant did.
 ASSISTANT_SPEAKER = "Brain OS"
+USER_SPEAKER = "User"
 # How the block of memories retrieved for an event opens.
 MEMORIES_HEAD = "What you remember that may bear on this message"
 # A compaction takes the oldest messages through the last summary note when that note lies in

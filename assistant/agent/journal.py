@@ -10,7 +10,7 @@ import logging
 import threading
 from collections.abc import Sequence
 
-from assistant.agent.context import ASSISTANT_SPEAKER, ContextWindow
+from assistant.agent.context import ASSISTANT_SPEAKER, USER_SPEAKER, ContextWindow
 from assistant.agent.deferred import Deferred
 from assistant.agent.events import Event, from_user
 from assistant.agent.tools import Stores, memories_block
@@ -98,7 +98,7 @@ class Journal:
         of a memory that says something."""
         if small_talk(text):
             return None
-        name = "User" if role == "user" else ASSISTANT_SPEAKER
+        name = USER_SPEAKER if role == "user" else ASSISTANT_SPEAKER
         try:
             return self.stores.stream.add(f"{name}: {text}", source=role).id
         except (ValueError, MemoryRequestError, OSError) as error:

@@ -13,7 +13,7 @@ from assistant.agent.actions import Action, ActionError
 from assistant.agent.checks.check import Seen
 from assistant.agent.checks.pipeline import ReplyChecks
 from assistant.agent.checks.recent import RecentReplies
-from assistant.agent.checks.runs import prompt_notes
+from assistant.agent.checks.runs import prompt_notes, remembered_user_words
 from assistant.agent.context import ContextWindow
 from assistant.agent.dispatch import Dispatcher
 from assistant.agent.drafting import Drafting
@@ -158,7 +158,7 @@ class StepTaker:
             prompt="\n".join(message["content"] for message in messages),
             recent=self.replies,
             human=human,
-            said=tuple(self.context.user_said()),
+            said=(*remembered_user_words(messages), *self.context.user_said()),
             notes=notes,
             facts=facts,
         )

@@ -45,7 +45,8 @@ class Seen:
     recent: RecentReplies
     # The core memory's human block: what the user told of themselves.
     human: str
-    # What the user said in the messages the window holds, oldest first (``heard`` last).
+    # What the user said in the memories shown and in the messages the window holds, oldest
+    # message last (``heard`` last of all).
     said: tuple[str, ...] = ()
     # What the prompt tells the model (instructions, persona, the framing of events), which
     # a reply never says back, and what it was told of the user's world, which it may.

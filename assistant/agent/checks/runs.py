@@ -45,7 +45,7 @@ from typing import Self
 from assistant.agent.checks.check import Check, Seen, Verdict
 from assistant.agent.checks.opening import COPY_REASKS, owned
 from assistant.agent.checks.text import CHEER_WORDS, SENTENCE_END, normal, straight
-from assistant.agent.context import ASSISTANT_SPEAKER, CORE_RESTATED, SUMMARY_HEAD
+from assistant.agent.context import ASSISTANT_SPEAKER, CORE_RESTATED, SUMMARY_HEAD, USER_SPEAKER
 from assistant.agent.reply_form import ReplyForm
 from assistant.llm.messages import Message
 
@@ -159,6 +159,21 @@ def prompt_notes(messages: Sequence[Message], human: str) -> tuple[str, str]:
             if tag is not None and not line[tag.end() :].startswith(f"{ASSISTANT_SPEAKER}:"):
                 facts.append(line[tag.end() :])
     return "\n".join(notes), "\n".join(facts)
+
+
+def remembered_user_words(messages: Sequence[Message]) -> tuple[str, ...]:
+    """What the user said in the memories the prompt's system messages show (a memory line
+    of their words), in the order shown: the 0.5B model says such a line back as its own, as
+    it does the user's words in the window."""
+    said: list[str] = []
+    for message in messages:
+        if message["role"] != "system":
+            continue
+        for line in message["content"].splitlines():
+            tag = _ITEM.match(line)
+            if tag is not None and line[tag.end() :].startswith(f"{USER_SPEAKER}:"):
+                said.append(line[tag.end() + len(USER_SPEAKER) + 1 :].strip())
+    return tuple(said)
 
 
 class CopiedRun(Check):
