@@ -45,6 +45,33 @@ def test_first_person_answers_are_turned_as_they_stream(reply: str, said: str, c
     assert turned(reply, chunk) == said
 
 
+@pytest.mark.parametrize(
+    ("heard", "reply", "said"),
+    [
+        (
+            "Why can't I drink milk?",
+            "I can't drink milk because I'm lactose intolerant.",
+            "You can't drink milk because you're lactose intolerant.",
+        ),
+        ("Should I take the early ferry?", "I should take it, yes.", "You should take it, yes."),
+        # The assistant's own voice, where the question's words come in another order.
+        (
+            "Do you think I should repaint the shed?",
+            "I think you should, it has faded.",
+            "I think you should, it has faded.",
+        ),
+        ("Why can't I drink milk?", "I can't say for sure.", "I can't say for sure."),
+    ],
+)
+@pytest.mark.parametrize("chunk", [1, 100])
+def test_a_question_said_back_as_a_statement_is_the_users_voice(
+    heard: str, reply: str, said: str, chunk: int
+) -> None:
+    voice = Perspective(armed=True, heard=heard)
+    out = "".join(voice.feed(reply[i : i + chunk]) for i in range(0, len(reply), chunk))
+    assert out + voice.flush() == said
+
+
 def test_unarmed_it_passes_everything() -> None:
     voice = Perspective(armed=False)
     assert voice.feed("I am here.") == "I am here." and voice.flush() == ""

@@ -5,7 +5,9 @@ Asked about their own life, the 0.5B model answers in the user's voice: "I am al
 person). Where the question is about the user's life (routing.asks_about_their_life), each
 sentence of the reply that opens in the first person, and not in the assistant's own voice
 ("I don't know", "I'm glad", "I think ..."), has its first-person words turned to the second
-person as it streams: "You are allergic to ...". The window keeps what was shown. An answer
+person as it streams: "You are allergic to ...". An opening that is the question's "<verb> I"
+said as a statement ("Why can't I ..." answered "I can't ...") is the user's voice even where
+the assistant's own opens alike. The window keeps what was shown. An answer
 owned as said before ("As I said, my ...": opening.py) is judged after its lead-in.
 """
 
@@ -41,8 +43,9 @@ class Perspective(Check):
 
     name = "perspective"
 
-    def __init__(self, armed: bool) -> None:
+    def __init__(self, armed: bool, heard: str = "") -> None:
         self.armed = armed
+        self._asked = _asked_of_i(heard)
         # Whether any word was turned (the window then keeps what was shown).
         self.changed = False
         self._held = ""
@@ -56,7 +59,7 @@ class Perspective(Check):
 
     @classmethod
     def for_step(cls, form: ReplyForm, seen: Seen) -> Self:
-        return cls(armed=form.grounded)
+        return cls(armed=form.grounded, heard=seen.heard)
 
     @property
     def verdict(self) -> Verdict:
@@ -113,7 +116,9 @@ class Perspective(Check):
         if len(words) < _OPENING_WORDS and not ended:
             return None
         text = " ".join(words).lower()
-        return bool(_FIRST_PERSON_OPENING.match(text)) and not OWN_VOICE.match(text)
+        if not _FIRST_PERSON_OPENING.match(text):
+            return False
+        return not OWN_VOICE.match(text) or tuple(_plain(text)[:3]) in self._asked
 
     def _turn(self, text: str) -> str:
         if not self._turning:
@@ -137,6 +142,19 @@ class Perspective(Check):
             self._begun = True
             pieces.append(token)
         return "".join(pieces)
+
+
+def _plain(text: str) -> list[str]:
+    return re.findall(r"[a-z']+", straight(text).lower())
+
+
+def _asked_of_i(question: str) -> frozenset[tuple[str, str, str]]:
+    """The openings that say the question's "<verb> I <word>" as a statement ("why can't I
+    eat" -> "I can't eat"): the user's voice, though "I can't" also opens the assistant's."""
+    words = _plain(question)
+    return frozenset(
+        ("i", words[at - 1], words[at + 1]) for at in range(1, len(words) - 1) if words[at] == "i"
+    )
 
 
 def _last_word_start(text: str) -> int:
