@@ -87,6 +87,7 @@ def test_the_order_is_declared_once_and_the_settings_name_the_same_checks() -> N
         "grounding",
         "asides",
         "opening",
+        "restated",
         "runs",
         "diet",
         "loops",

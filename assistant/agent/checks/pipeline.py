@@ -3,11 +3,11 @@
 Each piece of the reply goes through every check in ``ORDER``, each seeing what the ones
 before it let through: the grounding check first (an invented fact is cut before anything else
 looks at it; it asks again for a template's "[blank]"), then the bracketed asides left out,
-the opening guard, a run of words copied from a note of the prompt or an earlier reply, the
-diet, the loop stop, and last the two turns of person (the only ones that change words, so the
-others compare what the model wrote): an answer about the user opening in their voice, then the
-user's own words said back. At the end of the reply each check in turn gives up what it held,
-and that too goes through those after it.
+the opening guard, the question said back as its answer, a run of words copied from a note of
+the prompt or an earlier reply, the diet, the loop stop, and last the two turns of person (the
+only ones that change words, so the others compare what the model wrote): an answer about the
+user opening in their voice, then the user's own words said back. At the end of the reply
+each check in turn gives up what it held, and that too goes through those after it.
 
 Precedence: the first check in ``ORDER`` whose verdict is ``REASK`` decides the re-ask; a
 ``STOP`` ends the reading but not the flushing (what the other checks held before the stop
@@ -27,6 +27,7 @@ from assistant.agent.checks.grounding import GroundCheck
 from assistant.agent.checks.loops import LoopStop
 from assistant.agent.checks.opening import OpeningGuard
 from assistant.agent.checks.perspective import Perspective
+from assistant.agent.checks.restated import RestatedQuestion
 from assistant.agent.checks.runs import CopiedRun
 from assistant.agent.reply_form import ReplyForm
 
@@ -36,6 +37,7 @@ ORDER: tuple[type[Check], ...] = (
     GroundCheck,
     AsideDrop,
     OpeningGuard,
+    RestatedQuestion,
     CopiedRun,
     DietCheck,
     LoopStop,
