@@ -30,6 +30,7 @@ def fed(question: str, reply: str, chunk: int) -> tuple[str, RestatedQuestion]:
             "The farrier thinks it's wrong with Pepper. Anything else?",
         ),
         ("Where is my sister working now?", "Your sister is working now!"),
+        ("Where is my sister working now?", "As I said, your sister is working now."),
     ],
 )
 @pytest.mark.parametrize("chunk", [1, 4, 200])

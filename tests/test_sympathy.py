@@ -38,6 +38,8 @@ TROUBLE = (
     "Someone stole my bike. It was stolen from outside the gym.",
     "I had a really bad day at work.",
     "My phone fell in the bath and it\u2019s broken.",
+    "The mechanic says the van needs a new gearbox.",
+    "The dishwasher stopped working last night.",
 )
 NO_TROUBLE = (
     "I'm starting a woodwork class on Tuesdays.",

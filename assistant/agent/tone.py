@@ -43,6 +43,7 @@ _TROUBLE = re.compile(
     # damage and mishaps
     r"crash\w*|stolen|robbed|burgl\w*|flood\w*|leak\w*|fire|damaged|ruined|cancell?ed|"
     r"missed|stuck|stranded|delayed|late again|closing down|shut(?:ting)? down|"
+    r"needs? (?:a )?new|needs? (?:fixing|repairs?|replacing)|won't start|stopped working|"
     # feelings, and news said to be bad
     r"sad|sadly|upset|depress\w*|lonely|stress\w*|anxious|anxiety|worried|worry|scared|"
     r"afraid|terrible|awful|horrible|miserable|exhausted|frustrat\w*|angry|disappoint\w*|"

@@ -153,14 +153,14 @@ def lead_in(text: str) -> int | None:
     return None if any(lead.lower().startswith(start) for lead in AGAIN) else 0
 
 
-def _bare(text: str) -> str:
+def without_lead_in(text: str) -> str:
     """``text`` without a lead-in of ``AGAIN``."""
     return _LEAD_IN.sub("", text, count=1)
 
 
 def said_again(answer: str, times: int) -> str:
     """``answer`` (given ``times`` before, at least once) opened as an answer said again."""
-    text = _bare(answer)
+    text = without_lead_in(answer)
     first = text.split(maxsplit=1)[0] if text.split() else ""
     if straight(first).lower().rstrip(",.!?") in _COMMON:
         text = text[0].lower() + text[1:]
@@ -219,7 +219,9 @@ class OpeningGuard(Check):
         self.refused = False
         # Whether the reply said an earlier answer again, and was shown as such.
         self.repeated = False
-        self._again = tuple(dict.fromkeys(person_blind(_bare(answer)) for answer in again))
+        self._again = tuple(
+            dict.fromkeys(person_blind(without_lead_in(answer)) for answer in again)
+        )
         self._times = times
         # The copied opening the reply had (the re-ask avoids it).
         self.copied: str | None = None
@@ -258,7 +260,7 @@ class OpeningGuard(Check):
             return piece
         self._held += piece
         start = normal(self._held)
-        blind, bare = person_blind(start), person_blind(_bare(start))
+        blind, bare = person_blind(start), person_blind(without_lead_in(start))
         if any(bare.startswith(answer) for answer in self._again) or self._owns_early(bare):
             self.repeated, self._open = True, True
             held, self._held = self._held, ""
@@ -270,7 +272,7 @@ class OpeningGuard(Check):
             return ""
         # Whether it may still become one: its last word as written, or turned, or cut short.
         forms = {blind, person_blind(start, last=False)}
-        bares = {bare, person_blind(_bare(start), last=False)}
+        bares = {bare, person_blind(without_lead_in(start), last=False)}
         if (
             any(a.startswith(b) for a in self._again for b in bares)
             or any(c.startswith(f) for c in self._copies for f in forms)

@@ -16,6 +16,7 @@ from dataclasses import replace
 from typing import Self
 
 from assistant.agent.checks.check import Check, Seen, Verdict
+from assistant.agent.checks.opening import without_lead_in
 from assistant.agent.checks.text import SENTENCE_END, normal
 from assistant.agent.reply_form import ReplyForm
 from assistant.agent.told import terms
@@ -51,20 +52,23 @@ class RestatedQuestion(Check):
         if end is None:
             written = re.sub(r"[\w'\u2019-]+$", "", self._held)  # the last word may be cut
             return "" if self._restates(written) else self._release()
-        if self._restates(self._held[: end.start() + 1]) and terms(self._held[: end.start()]):
-            self.restated = normal(self._held[: end.start() + 1])
+        sentence = self._held[: end.start() + 1]
+        if self._restates(sentence) and terms(without_lead_in(sentence)):
+            self.restated = normal(sentence)
             return ""
         return self._release()
 
     def flush(self) -> str:
         """At the end of the reply: a held sentence that says the question back is not shown."""
-        if not self._open and terms(self._held) and self._restates(self._held):
+        if not self._open and terms(without_lead_in(self._held)) and self._restates(self._held):
             self.restated = normal(self._held)
         return "" if self.restated is not None else self._release()
 
     def _restates(self, sentence: str) -> bool:
-        """Whether every word of ``sentence`` that says something is one of the question's."""
-        return terms(sentence) <= self._asked and not re.search(r"\d", sentence)
+        """Whether every word of ``sentence`` that says something is one of the question's
+        (after a lead-in owning it as said before: "As I said, ...")."""
+        said = without_lead_in(sentence)
+        return terms(said) <= self._asked and not re.search(r"\d", said)
 
     def _release(self) -> str:
         self._open = True
