@@ -31,6 +31,7 @@ def fed(question: str, reply: str, chunk: int) -> tuple[str, RestatedQuestion]:
         ),
         ("Where is my sister working now?", "Your sister is working now!"),
         ("Where is my sister working now?", "As I said, your sister is working now."),
+        ("Where will I be staying next week?", "You'll be staying next week."),
     ],
 )
 @pytest.mark.parametrize("chunk", [1, 4, 200])

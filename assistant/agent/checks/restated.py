@@ -21,6 +21,8 @@ from assistant.agent.checks.text import SENTENCE_END, normal
 from assistant.agent.reply_form import ReplyForm
 from assistant.agent.told import terms
 
+# A pronoun with a verb run into it ("you'll", "it's"): the question has the pronoun alone.
+_CONTRACTED = re.compile(r"\b(you|we|they|he|she|it)['\u2019](?:ll|re|ve|d|s)\b", re.I)
 # A question that asks for a fact (not one answered yes or no).
 _ASKS_FOR_A_FACT = re.compile(r"^\W*(?:what|when|where|who|whom|whose|which|why|how)\b", re.I)
 
@@ -50,25 +52,23 @@ class RestatedQuestion(Check):
         self._held += piece
         end = SENTENCE_END.search(self._held)
         if end is None:
-            written = re.sub(r"[\w'\u2019-]+$", "", self._held)  # the last word may be cut
-            return "" if self._restates(written) else self._release()
+            said = _says(re.sub(r"[\w'\u2019-]+$", "", self._held))  # the last word may be cut
+            return "" if said is not None and said <= self._asked else self._release()
         sentence = self._held[: end.start() + 1]
-        if self._restates(sentence) and terms(without_lead_in(sentence)):
+        if self._restates(sentence):
             self.restated = normal(sentence)
             return ""
         return self._release()
 
     def flush(self) -> str:
         """At the end of the reply: a held sentence that says the question back is not shown."""
-        if not self._open and terms(without_lead_in(self._held)) and self._restates(self._held):
+        if not self._open and self._restates(self._held):
             self.restated = normal(self._held)
         return "" if self.restated is not None else self._release()
 
     def _restates(self, sentence: str) -> bool:
-        """Whether every word of ``sentence`` that says something is one of the question's
-        (after a lead-in owning it as said before: "As I said, ...")."""
-        said = without_lead_in(sentence)
-        return terms(said) <= self._asked and not re.search(r"\d", said)
+        said = _says(sentence) or set()
+        return bool(said) and said <= self._asked
 
     def _release(self) -> str:
         self._open = True
@@ -85,3 +85,10 @@ class RestatedQuestion(Check):
 
     def reason(self) -> str:
         return f"the reply said the question back: {self.restated!r}" if self.restated else ""
+
+
+def _says(text: str) -> set[str] | None:
+    """The words of ``text`` that say something, compared as the question's are (after a
+    lead-in owning it as said before: "As I said, ..."); None where it gives a number."""
+    said = _CONTRACTED.sub(r"\1", without_lead_in(text))
+    return None if re.search(r"\d", said) else terms(said)
