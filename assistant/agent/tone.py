@@ -162,18 +162,15 @@ CHEER_OPENINGS = (
 )
 
 
-def unwanted_openings(words: str) -> tuple[str, ...]:
-    """The openings a reply to ``words`` should not have beyond a refusal's: cheer for
-    trouble; sympathy for anything else, and news to celebrate for a plain fact (nothing for
-    anything but the user's own words: empty)."""
-    if not words.strip():
-        return ()
+def unwanted_openings(tone: Tone) -> tuple[str, ...]:
+    """The openings a reply in ``tone`` should not have beyond a refusal's: cheer for
+    trouble; sympathy for anything else, and news to celebrate for a plain fact."""
     return {
         Tone.TROUBLE: CHEER_OPENINGS,
         Tone.GOOD: SYMPATHY_OPENINGS,
         Tone.PLAIN: SYMPATHY_OPENINGS + NEWS_CHEERS,
         Tone.MIXED: (),
-    }[tone_of(words)]
+    }[tone]
 
 
 # The willing openings a reply asked for again may have besides the plain ones (opening.py's

@@ -25,7 +25,7 @@ from typing import Self
 
 from assistant.agent.checks.check import Check, Seen, Verdict
 from assistant.agent.checks.provenance import Sources
-from assistant.agent.checks.text import ENDS, LOWER, NAME_WORD, UPPER, straight
+from assistant.agent.checks.text import ENDS, LOWER, NAME_WORD, UPPER, straight, words_of
 from assistant.agent.reply_form import ReplyForm
 
 # A sentence longer than this is checked and said in parts of this many words: a first
@@ -38,7 +38,6 @@ _OPENS = (".", "!", "?", ":")
 _TITLES = ("Dr.", "Mr.", "Mrs.", "Ms.", "Prof.", "St.")
 # A number (a time, a date, an age: "10:00", "26th", "31") or a capitalised word.
 _FACT = re.compile(rf"\d[\d:.,/]*(?:st|nd|rd|th)?|{NAME_WORD}(?:['\u2019-][{UPPER}{LOWER}]+)*")
-_WORD = re.compile(r"[\w'\u2019-]+")
 # A template's blank in place of a fact: asked something it was not told, the 1.5B model
 # answered "You work at [insert company name]."
 _BLANK = re.compile(r"\[[^\]\n]{1,60}\]")
@@ -78,15 +77,11 @@ def about_what_they_told(question: str, prompt: str) -> bool:
     Kilimanjaro?")."""
     if re.search(r"\b(i|i'm|me|my|mine|we|our|us)\b", straight(question), re.I):
         return True
-    known = _words(prompt.replace(question, " "))
+    known = words_of(prompt.replace(question, " "))
     names = invented(question, set())
     return any(
         re.split("['\u2019]", name.lower())[0] in known for name in names if name[0].isupper()
     )
-
-
-def _words(text: str) -> set[str]:
-    return {word.lower() for word in _WORD.findall(text)}
 
 
 def facts_in(sentence: str) -> Iterator[tuple[str, str]]:
@@ -130,10 +125,10 @@ class GroundCheck(Check):
         lines a fact not in the ``question`` must come from (provenance.py)."""
         self.invented: list[str] = []
         self._sources = sources
-        self._asked = _words(question)
+        self._asked = words_of(question)
         self._own_name = own_name
         self.cut = False
-        self._known = _words(prompt)
+        self._known = words_of(prompt)
         self._armed = armed
         self._sentence = ""
         self._released = False

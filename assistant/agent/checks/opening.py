@@ -248,7 +248,8 @@ class OpeningGuard(Check):
             told = tuple(said for said in earlier if asking & terms(said))
         again, times = asked + told, max(1, len(asked))
         if not form.willing:
-            unwanted = unwanted_openings(seen.heard) + (THIRD_PERSON if seen.heard.strip() else ())
+            # Nothing but the user's own words has a tone (a heartbeat's step answers none).
+            unwanted = unwanted_openings(form.tone) + THIRD_PERSON if seen.heard.strip() else ()
             if form.grounded and not form.admitting and who_told(seen.heard, seen.said, seen.human):
                 unwanted += UNKNOWING
             return cls(True, unwanted, copies, again, times, echo)

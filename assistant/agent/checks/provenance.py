@@ -19,7 +19,7 @@ from __future__ import annotations
 import math
 import re
 
-from assistant.agent.checks.text import straight
+from assistant.agent.checks.text import straight, words_of
 from assistant.agent.told import linked_terms, stem, terms
 from memory.people import RELATIONS
 
@@ -33,7 +33,6 @@ _RELATION = re.compile(rf"\b(?:{RELATIONS})(?:s|ren|'s)?\b", re.IGNORECASE)
 # Someone it names: a capitalised word past the first.
 _NAMED = re.compile(r"(?<=\w[\s,])[A-Z][a-z]+")
 _LINE = re.compile(r"(?<=[.!?])\s+|\n+")
-_WORD = re.compile(r"[\w'\u2019-]+")
 
 
 class Sources:
@@ -54,14 +53,8 @@ class Sources:
         speaks of what the question asks about."""
         if not (self._about_someone and self._subject):
             return False
-        return not any(self._speaks_of(line) for line in self._lines if fact in _words(line))
+        return not any(self._speaks_of(line) for line in self._lines if fact in words_of(line))
 
     def _speaks_of(self, line: str) -> bool:
         said = terms(line)
         return sum(bool(words & said) for words in self._subject) >= self._need
-
-
-def _words(line: str) -> set[str]:
-    """The words of ``line``, lower case, each also without a possessive."""
-    found = {word.lower() for word in _WORD.findall(line)}
-    return found | {word.split("'")[0] for word in found}

@@ -69,3 +69,12 @@ def turned_back(word: str, previous: str | None) -> str | None:
     if word == "you" and (previous is None or previous in _CLAUSE_OPENERS):
         return None
     return BACK.get(word)
+
+
+_ANY_WORD = re.compile(r"[\w'\u2019-]+")
+
+
+def words_of(text: str) -> set[str]:
+    """The words of ``text``, lower case, each also without a possessive ("ana's", "ana")."""
+    found = {word.lower() for word in _ANY_WORD.findall(text)}
+    return found | {re.split("['\u2019]", word)[0] for word in found}
