@@ -82,6 +82,34 @@ def test_a_made_up_answer_is_asked_again_to_admit_it(stores: Stores) -> None:
     assert shape["properties"]["message"]["pattern"] == UNKNOWN_PATTERN, "held to admit it"
 
 
+def test_an_admission_that_goes_on_to_make_it_up_ends_before_it(stores: Stores) -> None:
+    llm = ScriptedStream(
+        grounded("Your optician's name is Dr. Jenssen."),
+        say("I don't know, but your optician is Dr. Jenssen on Mill Street."),
+    )
+    pieces: list[str] = []
+    turn = agent(llm, stores).respond(UserText("What's my optician's name?"), on_text=pieces.append)
+    assert turn.reply == "I don't know." == "".join(pieces)
+    assert len(llm.calls) == 2, "asked again once, then stopped"
+
+
+@pytest.mark.parametrize(
+    ("said", "kept"),
+    [
+        (
+            "I don't know what Oskar studies, maybe Physics in Turku.",
+            "I don't know what Oskar studies.",
+        ),
+        ("I don't know; I'd guess 42.", "I don't know."),
+        ("I don't know Bernt at all.", "I don't know."),
+    ],
+)
+def test_an_admission_keeps_the_clauses_before_the_made_up_one(said: str, kept: str) -> None:
+    check = GroundCheck("User: my nephew Oskar", question="What does Oskar study?", admitting=True)
+    assert check.feed(said) + check.flush() == kept
+    assert check.verdict is Verdict.STOP
+
+
 def test_what_was_told_is_answered_and_a_made_up_addition_cut(stores: Stores) -> None:
     stores.stream.add("User: My brother Lars lives in Valletta.", importance=6)
     llm = ScriptedStream(grounded("Lars lives in Valletta. He moved there in 2019."))

@@ -8,7 +8,8 @@ that a true answer copies from the memories or the conversation. So each sentenc
 answer is held until it ends and checked by code: a name (a capitalised word inside the
 sentence) or a number that appears nowhere in the prompt is an invention. One in the first
 sentence, and the answer is asked for again, held to admit it does not know; one later, and
-the answer ends before that sentence.
+the answer ends before that sentence. An admission that goes on to make the answer up ("I
+don't know, but ...") ends before the clause that does.
 
 The user's own name is in every prompt, so it passes that test, and the 0.5B model puts it
 wherever a name is asked for: as the name of someone the user never named, or as its own. In
@@ -38,6 +39,8 @@ _OPENS = (".", "!", "?", ":")
 _TITLES = ("Dr.", "Mr.", "Mrs.", "Ms.", "Prof.", "St.")
 # A number (a time, a date, an age: "10:00", "26th", "31") or a capitalised word.
 _FACT = re.compile(rf"\d[\d:.,/]*(?:st|nd|rd|th)?|{NAME_WORD}(?:['\u2019-][{UPPER}{LOWER}]+)*")
+# Where a clause begins: the made-up part of an admission starts at one ("I don't know, but").
+_CLAUSE_BREAK = re.compile(r"[,;:\u2014]|\s(?:but|and|so|maybe|perhaps|though|although)\b", re.I)
 # A template's blank in place of a fact: asked something it was not told, the 1.5B model
 # answered "You work at [insert company name]."
 _BLANK = re.compile(r"\[[^\]\n]{1,60}\]")
@@ -120,10 +123,13 @@ class GroundCheck(Check):
         own_name: str | None = None,
         sources: Sources | None = None,
         question: str = "",
+        admitting: bool = False,
     ) -> None:
         """``own_name``: the user's name, where the answer is not about it; ``sources``: the
-        lines a fact not in the ``question`` must come from (provenance.py)."""
+        lines a fact not in the ``question`` must come from (provenance.py); ``admitting``:
+        the answer was asked for again to say it does not know."""
         self.invented: list[str] = []
+        self._admitting = admitting
         self._sources = sources
         self._asked = words_of(question)
         self._own_name = own_name
@@ -139,12 +145,18 @@ class GroundCheck(Check):
     def for_step(cls, form: ReplyForm, seen: Seen) -> Self:
         """Armed for an answer about what the user told, not yet held to admit it does not
         know."""
-        asked = form.grounded and not form.admitting
-        armed = asked and about_what_they_told(seen.heard, seen.prompt)
+        armed = form.grounded and about_what_they_told(seen.heard, seen.prompt)
         own = None if _ASKS_OWN_NAME.search(straight(seen.heard)) else user_name(seen.human)
         told = seen.facts or seen.prompt  # no split of the prompt: all of it is told
         sources = Sources(seen.heard, told, seen.human) if armed else None
-        return cls(seen.prompt, armed=armed, own_name=own, sources=sources, question=seen.heard)
+        return cls(
+            seen.prompt,
+            armed=armed,
+            own_name=own,
+            sources=sources,
+            question=seen.heard,
+            admitting=form.admitting,
+        )
 
     @property
     def verdict(self) -> Verdict:
@@ -186,6 +198,11 @@ class GroundCheck(Check):
             facts = [fact for fact, base in facts_in(read) if self._unfounded(base)]
         if facts:
             self.invented = facts
+            if self._admitting and not self._released:
+                # Asked again to admit it, the model said it did not know and went on to
+                # make the answer up ("I don't know, but ..."): the admission is what stands.
+                self.cut = True
+                return _admitted(sentence, facts)
             self.cut = self._released
             return ""
         self._released |= bool(sentence.strip())
@@ -197,6 +214,15 @@ class GroundCheck(Check):
         speaks of what was asked."""
         word, sources = base.split("'")[0], self._sources
         return sources is not None and word not in self._asked and sources.unfounded(word)
+
+
+def _admitted(sentence: str, facts: list[str]) -> str:
+    """``sentence`` up to the clause that gives the first of the made-up ``facts``, ended."""
+    at = min((sentence.find(fact) for fact in facts if fact in sentence), default=len(sentence))
+    before = sentence[:at]
+    cut = max((m.start() for m in _CLAUSE_BREAK.finditer(before)), default=len(before))
+    kept = before[:cut].rstrip(" ,;:-\u2014")
+    return kept + "." if kept else ""
 
 
 def _long(held: str) -> bool:
