@@ -3,6 +3,8 @@ back like a refusal and asked for once more."""
 
 from __future__ import annotations
 
+import pytest
+
 from assistant.agent.agent import Agent
 from assistant.agent.checks.opening import OpeningGuard
 from assistant.agent.checks.recent import RECENT, RecentReplies, opening
@@ -151,6 +153,27 @@ def test_an_answer_about_the_user_that_says_an_earlier_fact_again_owns_it() -> N
     # Not an answer about the user: the copy is asked for again.
     chat = OpeningGuard.for_step(ReplyForm(), Seen("Any news?", "", replies, ""))
     assert chat.feed("Your niece Wanda lives in Gdynia.") == "" and chat.verdict is Verdict.REASK
+
+
+@pytest.mark.parametrize("grounded", [False, True])
+def test_news_about_what_an_answer_said_ends_its_saying_again(grounded: bool) -> None:
+    """Told of a move, the old answer to where someone lives is a copy, not owned."""
+    from assistant.agent.checks.check import Seen, Verdict
+    from assistant.agent.reply_form import ReplyForm
+
+    replies = RecentReplies()
+    question, answer = "Where does my cousin Edvard live?", "Your cousin Edvard lives in Bergen."
+    replies.hear(question)
+    replies.add(answer)
+    replies.hear("I'm baking bread tonight.")  # news about something else
+    replies.add("Enjoy the baking!")
+    assert answer.lower() in replies.ownable()
+    replies.hear("Edvard moved to Tromsø last month.")
+    replies.add("Noted, a big move for him.")
+    assert answer.lower() not in replies.ownable()
+    guard = OpeningGuard.for_step(ReplyForm(grounded=grounded), Seen(question, "", replies, ""))
+    assert guard.feed(answer) + guard.flush() == ""
+    assert guard.verdict is Verdict.REASK
 
 
 def test_an_owned_answer_keeps_the_earlier_sentences_it_says_again() -> None:

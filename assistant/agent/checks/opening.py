@@ -244,8 +244,7 @@ class OpeningGuard(Check):
         told: tuple[str, ...] = ()
         if form.grounded:
             asking = terms(seen.heard)
-            earlier = recent.openings() + recent.long_sentences()
-            told = tuple(said for said in earlier if asking & terms(said))
+            told = tuple(said for said in recent.ownable() if asking & terms(said))
         again, times = asked + told, max(1, len(asked))
         if not form.willing:
             # Nothing but the user's own words has a tone (a heartbeat's step answers none).

@@ -5,6 +5,10 @@ word: one cheerful reply to good news came back as the answer to unrelated quest
 for many turns after, so that much of a long conversation was the same few words. The first
 sentences of each recent reply (four words at least) are an opening the next reply may not have
 (opening.py), and every sentence of them one it may not say again after its first (loops.py).
+
+An answer about the user's life may be said again, owned as such ("As I said, ..."), until the
+user tells something new about what it speaks of: asked where someone lives now, after telling
+of a move, the 0.5B model said its answer from before the move again.
 """
 
 from __future__ import annotations
@@ -13,6 +17,8 @@ from collections import deque
 from collections.abc import Iterable
 
 from assistant.agent.checks.text import SENTENCE, normal, sentences
+from assistant.agent.routing import is_question
+from assistant.agent.told import terms
 
 # Shorter openings ("Okay.", "Got it!") are fine to say again.
 MIN_WORDS = 4
@@ -24,6 +30,9 @@ RECENT = 40
 # A sentence of a recent reply this long or longer is not said again: not as a reply's
 # opening (opening.py), nor after it (loops.py). Shorter ones ("Sure thing.") may well be.
 SENTENCE_WORDS = 5
+# A reply's opening and its long sentences, as many as are kept of each recent reply to be
+# said again as such.
+OWNABLE_PER_REPLY = 4
 # How many of the conversation's questions keep the openings of their answers, for the same
 # question asked again (opening.py).
 ASKED = 200
@@ -51,12 +60,28 @@ class RecentReplies:
         # each earlier message got (oldest first).
         self._asking = ""
         self._answers: dict[str, list[str]] = {}
+        # The openings and long sentences of recent replies that may be said again as such,
+        # until the user tells something new about what they speak of.
+        self._ownable: deque[str] = deque(maxlen=RECENT * OWNABLE_PER_REPLY)
         for reply in replies:
             self.add(reply)
 
     def hear(self, words: str) -> None:
         """The user's words that the replies added from now on answer ("" for none)."""
         self._asking = normal(words)
+        if not words.strip() or is_question(words):
+            return
+        told = terms(words)
+        self._answers = {
+            asked: said for asked, said in self._answers.items() if not told & terms(asked)
+        }
+        kept = [said for said in self._ownable if not told & terms(said)]
+        self._ownable = deque(kept, maxlen=RECENT * OWNABLE_PER_REPLY)
+
+    def ownable(self) -> tuple[str, ...]:
+        """The openings and long sentences of recent replies that may be said again, owned as
+        such: nothing the user told since speaks of what they speak of."""
+        return tuple(dict.fromkeys(self._ownable))
 
     def answers(self, words: str) -> tuple[str, ...]:
         """The openings of the replies that answered these same words before."""
@@ -82,6 +107,9 @@ class RecentReplies:
         # news with the same two-word goodbye.
         if len(start.split()) >= MIN_WORDS or len(normal(reply).split()) >= SHORT_WORDS:
             self._openings.append(start)
+            self._ownable.append(start)
+        long = (normal(sentence) for sentence in sentences(reply))
+        self._ownable.extend(key for key in long if len(key.split()) >= SENTENCE_WORDS)
 
     def openings(self) -> tuple[str, ...]:
         return tuple(dict.fromkeys(self._openings))
