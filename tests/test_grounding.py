@@ -93,6 +93,18 @@ def test_an_admission_that_goes_on_to_make_it_up_ends_before_it(stores: Stores) 
     assert len(llm.calls) == 2, "asked again once, then stopped"
 
 
+def test_an_admission_cut_short_is_no_copy_of_an_earlier_one(stores: Stores) -> None:
+    llm = ScriptedStream(
+        say("I don't know."),
+        grounded("Your optician's name is Dr. Jenssen."),
+        say("I don't know, but your optician is Dr. Jenssen."),
+    )
+    brain = agent(llm, stores)
+    brain.respond(UserText("Do you know my favourite colour?"))
+    turn = brain.respond(UserText("What's my optician's name?"))
+    assert turn.reply == "I don't know." and len(llm.calls) == 3, "no third try for the copy"
+
+
 @pytest.mark.parametrize(
     ("said", "kept"),
     [

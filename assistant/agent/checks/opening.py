@@ -238,6 +238,10 @@ class OpeningGuard(Check):
         may meet a misfortune the word list missed)."""
         recent = seen.recent
         copies, echo = recent.openings() + recent.long_sentences(), echo_of(seen.heard)
+        if form.admitting:
+            # Asked to admit it does not know, a reply cut to its admission ("I don't know.":
+            # grounding.py) said that before: asked again for it, it went round three times.
+            copies = tuple(copy for copy in copies if not copy.startswith(UNKNOWING))
         asked = recent.answers(seen.heard) if is_question(seen.heard) else ()
         # An answer about the user's life may say again what an earlier reply said of what it
         # asks about (a word in common), not an unrelated earlier reply.
