@@ -197,3 +197,19 @@ def test_cheer_for_trouble_is_asked_again_in_its_tone(stores: Stores) -> None:
     assert len(llm.calls) == 2
     held = json.dumps(llm.schemas[1]) + str(llm.grammars[1])
     assert "I'm sorry to hear" in held and "Great" not in held, "held to openings of sympathy"
+
+
+def test_news_announced_for_a_plain_fact_is_not_reopened_with_its_word(stores: Stores) -> None:
+    """Held to the tone on the first try alone, the re-ask opened "That" and went on "That's
+    great news!" again: the opening it had is avoided, its first word too."""
+    context = ContextWindow(instructions(), stores.core, ContextConfig(window_tokens=4096))
+    llm = ScriptedStream(
+        say("That's great news! A new city is exciting."),
+        say("Noted: your aunt lives in Tampere now."),
+    )
+    turn = Agent(llm, stores, context, AgentConfig()).respond(
+        UserText("My aunt moved from Oulu to Tampere.")
+    )
+    assert turn.reply == "Noted: your aunt lives in Tampere now." and len(llm.calls) == 2
+    held = json.dumps(llm.schemas[1]) + str(llm.grammars[1])
+    assert "Noted" in held and '"That' not in held and "|That" not in held

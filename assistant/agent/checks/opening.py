@@ -223,7 +223,9 @@ class OpeningGuard(Check):
             dict.fromkeys(person_blind(without_lead_in(answer)) for answer in again)
         )
         self._times = times
-        # The copied opening the reply had (the re-ask avoids it).
+        # The copied opening, or one of the wrong tone, the reply had: the re-ask avoids it,
+        # so a willing opening it begins with is not one to take ("That" for "That's great
+        # news!", which met a plain fact again when only the first try was held to the tone).
         self.copied: str | None = None
         self._held = ""
         self._open = not armed
@@ -271,8 +273,11 @@ class OpeningGuard(Check):
             return said_again(held.lstrip(), self._times)
         copied = next((c for c in self._copies if blind.startswith(c)), None)
         copied = copied or next((c for c in self._echo if start.startswith(c)), None)
-        if copied is not None or any(start.startswith(u) for u in self._unwanted):
-            self.refused, self.copied = True, copied
+        unwanted = next((u for u in self._unwanted if start.startswith(u)), None)
+        if copied is not None or unwanted is not None:
+            # A refusal is not avoided by its words: asked again, a second refusal stands.
+            self.refused = True
+            self.copied = copied or (unwanted if unwanted not in REFUSALS else None)
             return ""
         # Whether it may still become one: its last word as written, or turned, or cut short.
         forms = {blind, person_blind(start, last=False)}
