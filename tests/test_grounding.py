@@ -122,6 +122,13 @@ def test_an_admission_keeps_the_clauses_before_the_made_up_one(said: str, kept: 
     assert check.verdict is Verdict.STOP
 
 
+def test_an_answer_asked_to_admit_it_that_does_not_is_left_as_it_came() -> None:
+    """An endpoint that ignores the admitting pattern: the reply goes out unchecked."""
+    check = GroundCheck("User: my nephew Oskar", question="What does Oskar study?", admitting=True)
+    said = "Oskar studies Physics in Turku."
+    assert check.feed(said) + check.flush() == said and check.verdict is Verdict.PASS
+
+
 def test_what_was_told_is_answered_and_a_made_up_addition_cut(stores: Stores) -> None:
     stores.stream.add("User: My brother Lars lives in Valletta.", importance=6)
     llm = ScriptedStream(grounded("Lars lives in Valletta. He moved there in 2019."))

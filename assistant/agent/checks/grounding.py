@@ -39,6 +39,8 @@ _OPENS = (".", "!", "?", ":")
 _TITLES = ("Dr.", "Mr.", "Mrs.", "Ms.", "Prof.", "St.")
 # A number (a time, a date, an age: "10:00", "26th", "31") or a capitalised word.
 _FACT = re.compile(rf"\d[\d:.,/]*(?:st|nd|rd|th)?|{NAME_WORD}(?:['\u2019-][{UPPER}{LOWER}]+)*")
+# How an answer asked again to admit it does not know opens (the admitting pattern's words).
+_ADMISSION = re.compile(r"^\s*(?:i'm sorry,? (?:but )?)?i (?:don't|do not) know\b", re.I)
 # Where a clause begins: the made-up part of an admission starts at one ("I don't know, but").
 _CLAUSE_BREAK = re.compile(r"[,;:\u2014]|\s(?:but|and|so|maybe|perhaps|though|although)\b", re.I)
 # A template's blank in place of a fact: asked something it was not told, the 1.5B model
@@ -190,6 +192,11 @@ class GroundCheck(Check):
 
     def _end(self, space: str) -> str:
         sentence, self._sentence = self._sentence, ""
+        if self._admitting and not self._released and not _ADMISSION.match(straight(sentence)):
+            # Asked again to admit it, the reply opens otherwise (an endpoint that does not hold
+            # it to the pattern): it goes out unchecked, as it did before admissions were read.
+            self._armed = False
+            return sentence + space
         read = ("and " if self._midway else "") + sentence
         facts = invented(read, self._known)
         if self._own_name is not None and own_name_in(sentence, self._own_name):
