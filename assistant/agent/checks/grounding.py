@@ -25,8 +25,9 @@ from dataclasses import replace
 from typing import Self
 
 from assistant.agent.checks.check import Check, Seen, Verdict
+from assistant.agent.checks.opening import UNKNOWING
 from assistant.agent.checks.provenance import Sources
-from assistant.agent.checks.text import ENDS, LOWER, NAME_WORD, UPPER, straight, words_of
+from assistant.agent.checks.text import ENDS, LOWER, NAME_WORD, UPPER, normal, straight, words_of
 from assistant.agent.reply_form import ReplyForm
 
 # A sentence longer than this is checked and said in parts of this many words: a first
@@ -39,8 +40,6 @@ _OPENS = (".", "!", "?", ":")
 _TITLES = ("Dr.", "Mr.", "Mrs.", "Ms.", "Prof.", "St.")
 # A number (a time, a date, an age: "10:00", "26th", "31") or a capitalised word.
 _FACT = re.compile(rf"\d[\d:.,/]*(?:st|nd|rd|th)?|{NAME_WORD}(?:['\u2019-][{UPPER}{LOWER}]+)*")
-# How an answer asked again to admit it does not know opens (the admitting pattern's words).
-_ADMISSION = re.compile(r"^\s*(?:i'm sorry,? (?:but )?)?i (?:don't|do not) know\b", re.I)
 # Where a clause begins: the made-up part of an admission starts at one ("I don't know, but").
 _CLAUSE_BREAK = re.compile(r"[,;:\u2014]|\s(?:but|and|so|maybe|perhaps|though|although)\b", re.I)
 # A template's blank in place of a fact: asked something it was not told, the 1.5B model
@@ -192,7 +191,7 @@ class GroundCheck(Check):
 
     def _end(self, space: str) -> str:
         sentence, self._sentence = self._sentence, ""
-        if self._admitting and not self._released and not _ADMISSION.match(straight(sentence)):
+        if self._admitting and not self._released and not normal(sentence).startswith(UNKNOWING):
             # Asked again to admit it, the reply opens otherwise (an endpoint that does not hold
             # it to the pattern): it goes out unchecked, as it did before admissions were read.
             self._armed = False

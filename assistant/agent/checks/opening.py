@@ -40,7 +40,7 @@ from assistant.agent.checks.recent import MIN_WORDS, opening
 from assistant.agent.checks.text import SWAPS, normal, straight
 from assistant.agent.reply_form import ReplyForm
 from assistant.agent.routing import is_question
-from assistant.agent.told import terms, who_told
+from assistant.agent.told import who_told
 from assistant.agent.tone import Tone, unwanted_openings, willing_for
 
 # How a refusal opens, after an apology or none.
@@ -249,8 +249,7 @@ class OpeningGuard(Check):
         # asks about (a word in common), not an unrelated earlier reply.
         told: tuple[str, ...] = ()
         if form.grounded:
-            asking = terms(seen.heard)
-            told = tuple(said for said in recent.ownable() if asking & terms(said))
+            told = recent.ownable(about=seen.heard)
         again, times = asked + told, max(1, len(asked))
         if not form.willing:
             # Nothing but the user's own words has a tone (a heartbeat's step answers none).

@@ -62,7 +62,8 @@ class RecentReplies:
         self._answers: dict[str, list[str]] = {}
         # The openings and long sentences of recent replies that may be said again as such,
         # until the user tells something new about what they speak of.
-        self._ownable: deque[str] = deque(maxlen=RECENT * OWNABLE_PER_REPLY)
+        # (each with its terms, read once).
+        self._ownable: deque[tuple[str, set[str]]] = deque(maxlen=RECENT * OWNABLE_PER_REPLY)
         for reply in replies:
             self.add(reply)
 
@@ -75,13 +76,17 @@ class RecentReplies:
         self._answers = {
             asked: said for asked, said in self._answers.items() if not told & terms(asked)
         }
-        kept = [said for said in self._ownable if not told & terms(said)]
+        kept = [(said, about) for said, about in self._ownable if not told & about]
         self._ownable = deque(kept, maxlen=RECENT * OWNABLE_PER_REPLY)
 
-    def ownable(self) -> tuple[str, ...]:
+    def ownable(self, about: str = "") -> tuple[str, ...]:
         """The openings and long sentences of recent replies that may be said again, owned as
-        such: nothing the user told since speaks of what they speak of."""
-        return tuple(dict.fromkeys(self._ownable))
+        such: nothing the user told since speaks of what they speak of (only those sharing a
+        word with ``about``, if given)."""
+        asking = terms(about) if about else None
+        return tuple(
+            dict.fromkeys(said for said, its in self._ownable if asking is None or asking & its)
+        )
 
     def answers(self, words: str) -> tuple[str, ...]:
         """The openings of the replies that answered these same words before."""
@@ -107,9 +112,11 @@ class RecentReplies:
         # news with the same two-word goodbye.
         if len(start.split()) >= MIN_WORDS or len(normal(reply).split()) >= SHORT_WORDS:
             self._openings.append(start)
-            self._ownable.append(start)
+            self._ownable.append((start, terms(start)))
         long = (normal(sentence) for sentence in sentences(reply))
-        self._ownable.extend(key for key in long if len(key.split()) >= SENTENCE_WORDS)
+        self._ownable.extend(
+            (key, terms(key)) for key in long if len(key.split()) >= SENTENCE_WORDS
+        )
 
     def openings(self) -> tuple[str, ...]:
         return tuple(dict.fromkeys(self._openings))
