@@ -52,6 +52,28 @@ def test_a_reply_copying_an_earlier_one_is_asked_again(stores: Stores) -> None:
     assert len(llm.calls) == 3, "the copy was neither shown nor kept, and asked again once"
 
 
+def test_a_copy_with_other_marks_between_its_words_is_still_a_copy() -> None:
+    from assistant.agent.checks.loops import LoopStop
+
+    replies = RecentReplies(
+        ["Okay. I'll water the ferns on Sunday at noon: the big pot", "Got it!"]
+    )
+    copies = replies.openings() + replies.long_sentences()
+    for copy in (
+        "Okay, I'll water the ferns on Sunday at noon, the big pot.",
+        "Okay I'll water the ferns on Sunday at noon - the big pot",
+    ):
+        guard = OpeningGuard(copies=copies)
+        assert guard.feed(copy) + guard.flush() == "" and guard.refused, copy
+    whole = OpeningGuard(copies=copies)
+    assert whole.feed("Got it, the ferns.") == "" and whole.refused
+    apart = OpeningGuard(copies=copies)
+    assert apart.feed("Got itemised lists?") + apart.flush() == "Got itemised lists?"
+    loop = LoopStop(["Your ferns want water on Sunday at noon."])
+    shown = loop.feed("The ferns look well. Your ferns want water, on Sunday at noon! ")
+    assert shown + loop.flush() == "The ferns look well. " and loop.dropped
+
+
 def test_a_reply_opening_with_the_users_own_words_is_asked_again() -> None:
     from assistant.agent.checks.opening import OpeningGuard, echo_of
 

@@ -72,6 +72,35 @@ def test_a_question_said_back_as_a_statement_is_the_users_voice(
     assert out + voice.flush() == said
 
 
+@pytest.mark.parametrize(
+    ("heard", "reply", "said"),
+    [
+        ("How tall am I?", "I don't know how tall I am.", "I don't know how tall you are."),
+        (
+            "Which gym did I join?",
+            "I'm not sure which gym I joined. Tell me?",
+            "I'm not sure which gym you joined. Tell me?",
+        ),
+        # The clause speaks to the user: their "you", and the assistant's "me", stay.
+        (
+            "What did I say about my aunt?",
+            "I don't know what you told me about my aunt.",
+            "I don't know what you told me about your aunt.",
+        ),
+        # A clause about nothing the user asked of is the assistant's own.
+        ("How tall am I?", "I'm not sure if I was told.", "I'm not sure if I was told."),
+        ("Who is Oriel?", "I don't know who Oriel is.", "I don't know who Oriel is."),
+    ],
+)
+@pytest.mark.parametrize("chunk", [1, 100])
+def test_an_admissions_clause_about_the_user_is_said_to_them(
+    heard: str, reply: str, said: str, chunk: int
+) -> None:
+    voice = Perspective(armed=True, heard=heard)
+    out = "".join(voice.feed(reply[i : i + chunk]) for i in range(0, len(reply), chunk))
+    assert out + voice.flush() == said
+
+
 def test_unarmed_it_passes_everything() -> None:
     voice = Perspective(armed=False)
     assert voice.feed("I am here.") == "I am here." and voice.flush() == ""

@@ -25,7 +25,7 @@ from typing import Self
 from assistant.agent.checks.check import Check, Seen, Verdict
 from assistant.agent.checks.opening import owned
 from assistant.agent.checks.recent import SENTENCE_WORDS
-from assistant.agent.checks.text import CHEER_WORDS, ENDS, normal
+from assistant.agent.checks.text import CHEER_WORDS, ENDS, compared, normal
 from assistant.agent.reply_form import ReplyForm
 
 SAID_AT_MOST = 2
@@ -62,7 +62,9 @@ class LoopStop(Check):
         """``earlier``: sentences of earlier replies, not said again after the first."""
         self.looping = False
         self.dropped = False
-        self._earlier = {key for key in map(normal, earlier) if len(key.split()) >= SENTENCE_WORDS}
+        # Compared word for word, marks aside (text.compared).
+        keys = (compared(sentence, whole=True) for sentence in earlier)
+        self._earlier = {key for key in keys if len(key.split()) >= SENTENCE_WORDS}
         self._first = True  # the sentence being written is the message's first
         self._said: Counter[str] = Counter()
         self._sentence = ""  # the sentence being written
@@ -108,7 +110,7 @@ class LoopStop(Check):
         held, self._held = self._held, ""
         if self._is_repeat():
             self.dropped, held = True, ""
-            if self._said[normal(self._sentence)] == 0:  # an earlier reply's
+            if self._said[compared(self._sentence)] == 0:  # an earlier reply's
                 self._spare = self._spare or self._sentence
         # A reply that would be a cheer alone ("Great!") says an earlier reply's sentence
         # after all: asked again after a copy, the 0.5B model opened willingly and went on
@@ -130,7 +132,7 @@ class LoopStop(Check):
         if self._released:
             return char
         self._held += char
-        opening = normal(self._sentence)
+        opening = compared(self._sentence)
         if any(said.startswith(opening) for said in self._known()):
             return ""
         self._released = True
@@ -146,13 +148,13 @@ class LoopStop(Check):
 
     def _end(self, space: str) -> str:
         """The sentence ended (``space`` follows it): shown unless it repeats one."""
-        key = normal(self._sentence)
+        key = compared(self._sentence)
         repeat = self._is_repeat()
         if len(key.split()) >= MIN_WORDS:
             self._said[key] += 1
             self.looping |= self._said[key] > SAID_AT_MOST
         held, sentence = self._held, self._sentence
-        self._first = self._first and owned(key)
+        self._first = self._first and owned(normal(sentence))
         self._sentence, self._held, self._released = "", "", False
         self._words = []  # a sentence said again is the sentence check's to judge
         if repeat:
@@ -167,6 +169,6 @@ class LoopStop(Check):
         return self._said if self._first else [*self._said, *self._earlier]
 
     def _is_repeat(self) -> bool:
-        key = normal(self._sentence)
+        key = compared(self._sentence)
         earlier = not self._first and key in self._earlier
         return not self._released and (self._said[key] > 0 or earlier)

@@ -37,7 +37,7 @@ from typing import Self
 
 from assistant.agent.checks.check import Check, Seen, Verdict
 from assistant.agent.checks.recent import MIN_WORDS, opening
-from assistant.agent.checks.text import SWAPS, normal, straight
+from assistant.agent.checks.text import SWAPS, compared, normal, straight
 from assistant.agent.reply_form import ReplyForm
 from assistant.agent.routing import is_question
 from assistant.agent.told import who_told
@@ -229,9 +229,10 @@ class OpeningGuard(Check):
         self.copied: str | None = None
         self._held = ""
         self._open = not armed
-        self._unwanted = REFUSALS + unwanted + echo
-        self._copies = tuple(dict.fromkeys(person_blind(copy) for copy in copies))
-        self._echo = echo
+        self._unwanted = REFUSALS + unwanted
+        # Compared word for word, marks aside (text.compared).
+        self._copies = tuple(dict.fromkeys(person_blind(compared(c, whole=True)) for c in copies))
+        self._echo = tuple(compared(words, whole=True) for words in echo)
 
     @classmethod
     def for_step(cls, form: ReplyForm, seen: Seen) -> Self:
@@ -265,13 +266,12 @@ class OpeningGuard(Check):
             return piece
         self._held += piece
         start = normal(self._held)
-        blind, bare = person_blind(start), person_blind(without_lead_in(start))
+        bare = person_blind(without_lead_in(start))
         if any(bare.startswith(answer) for answer in self._again) or self._owns_early(bare):
             self.repeated, self._open = True, True
             held, self._held = self._held, ""
             return said_again(held.lstrip(), self._times)
-        copied = next((c for c in self._copies if blind.startswith(c)), None)
-        copied = copied or next((c for c in self._echo if start.startswith(c)), None)
+        copied = self._copy(self._held)
         unwanted = next((u for u in self._unwanted if start.startswith(u)), None)
         if copied is not None or unwanted is not None:
             # A refusal is not avoided by its words: asked again, a second refusal stands.
@@ -279,15 +279,23 @@ class OpeningGuard(Check):
             self.copied = copied or (unwanted if unwanted not in REFUSALS else None)
             return ""
         # Whether it may still become one: its last word as written, or turned, or cut short.
-        forms = {blind, person_blind(start, last=False)}
+        words = compared(self._held)
+        forms = {person_blind(words), person_blind(words, last=False)}
         bares = {bare, person_blind(without_lead_in(start), last=False)}
         if (
             any(a.startswith(b) for a in self._again for b in bares)
             or any(c.startswith(f) for c in self._copies for f in forms)
+            or any(c.startswith(words) for c in self._echo)
             or any(u.startswith(start) for u in self._unwanted)
         ):
             return ""
         return self.flush()
+
+    def _copy(self, held: str, whole: bool = False) -> str | None:
+        """The earlier reply's opening or the user's words that ``held`` begins with."""
+        words = compared(held, whole)
+        copied = next((c for c in self._copies if person_blind(words).startswith(c)), None)
+        return copied or next((c for c in self._echo if words.startswith(c)), None)
 
     def _owns_early(self, bare: str) -> bool:
         """Whether the reply, still being written, has said ``OWN_AFTER`` whole words of an
@@ -304,6 +312,9 @@ class OpeningGuard(Check):
         unwanted opening so far); nothing once it was one."""
         self._open = True
         held, self._held = self._held, ""
+        copied = self._copy(held, whole=True) if held and not self.refused else None
+        if copied is not None:  # a copy whole, with no mark after its last word
+            self.refused, self.copied = True, copied
         return "" if self.refused else held
 
     @property

@@ -7,7 +7,9 @@ sentence of the reply that opens in the first person, and not in the assistant's
 ("I don't know", "I'm glad", "I think ..."), has its first-person words turned to the second
 person as it streams: "You are allergic to ...". An opening that is the question's "<verb> I"
 said as a statement ("Why can't I ..." answered "I can't ...") is the user's voice even where
-the assistant's own opens alike. The window keeps what was shown. An answer
+the assistant's own opens alike. An admission that goes on with what it does not know as a
+clause about what the user asked ("I don't know how old I am") has that clause turned, once the
+sentence is whole. The window keeps what was shown. An answer
 owned as said before ("As I said, my ...": opening.py) is judged after its lead-in.
 """
 
@@ -20,6 +22,7 @@ from assistant.agent.checks.check import Check, Seen, Verdict
 from assistant.agent.checks.opening import lead_in
 from assistant.agent.checks.text import SENTENCE_END, SWAPS, straight, turned_back
 from assistant.agent.reply_form import ReplyForm
+from assistant.agent.told import terms
 
 # Words after which a sentence opening is decided (or its end, if sooner).
 _OPENING_WORDS = 3
@@ -33,6 +36,14 @@ OWN_VOICE = re.compile(
     re.IGNORECASE,
 )
 _FIRST_PERSON_OPENING = re.compile(r"^(?:i|i'm|im|i've|my|mine)\b", re.IGNORECASE)
+# An admission that goes on with what it does not know, as a clause ("I don't know how old ..."):
+# asked of the user's own life, the first person in that clause is the user's ("how old I am").
+_ADMITTING = ("i don't know", "i do not know", "i'm not sure", "i am not sure")
+_ADMISSION = re.compile(
+    "^(?:" + "|".join(_ADMITTING) + r") (?:how|what|what's|where|when|who|whose|which|why|if|"
+    r"whether)\b"
+)
+_FIRST_PERSON = frozenset(("i", "i'm", "i've", "i'd", "i'll", "me", "my", "mine", "myself"))
 # A verb after "I" that changes with the person.
 AFTER_I = {"am": "are", "was": "were"}
 _WORD = re.compile(r"[A-Za-z']+|[^A-Za-z']+")
@@ -46,6 +57,12 @@ class Perspective(Check):
     def __init__(self, armed: bool, heard: str = "") -> None:
         self.armed = armed
         self._asked = _asked_of_i(heard)
+        self._of_me = bool(_FIRST_PERSON.intersection(_plain(heard)))
+        self._terms = terms(heard)
+        # The words of an admission's opening left as they are before its clause is turned;
+        # the clause speaks to the user, so their "you" stays.
+        self._keep = 0
+        self._admission = False
         # Whether any word was turned (the window then keeps what was shown).
         self.changed = False
         self._held = ""
@@ -95,6 +112,11 @@ class Perspective(Check):
                     return out
                 self._turning = decided
             end = SENTENCE_END.search(self._held)
+            if self._admission and self._turning:
+                if end is None and not final:
+                    return out  # whether its clause is the user's is told at its end
+                clause = self._held[: end.end() if end else len(self._held)]
+                self._turning = bool(terms(_clause(clause, self._keep)) & self._terms)
             if end is None:
                 # A word still being written may be cut: hold the last one unless at the end.
                 cut = len(self._held) if final else _last_word_start(self._held)
@@ -104,7 +126,7 @@ class Perspective(Check):
             out += self._turn(self._held[: end.end()])
             self._held = self._held[end.end() :]
             self._turning, self._after_i, self._begun = None, False, False
-            self._previous = None
+            self._previous, self._keep, self._admission = None, 0, False
         return out
 
     def _decide(self, final: bool) -> bool | None:
@@ -116,6 +138,13 @@ class Perspective(Check):
         if len(words) < _OPENING_WORDS and not ended:
             return None
         text = " ".join(words).lower()
+        if self._of_me:
+            admission = _ADMISSION.match(text)
+            if admission is not None:
+                self._keep, self._admission = len(admission.group(0).split()), True
+                return True
+            if not ended and any(f"{a} ".startswith(f"{text} ") or text == a for a in _ADMITTING):
+                return None  # its clause may follow
         if not _FIRST_PERSON_OPENING.match(text):
             return False
         return not OWN_VOICE.match(text) or tuple(_plain(text)[:3]) in self._asked
@@ -129,10 +158,15 @@ class Perspective(Check):
                 pieces.append(token)
                 continue
             lowered = straight(token).lower()
+            if self._keep:
+                self._keep -= 1
+                self._begun, self._previous = True, lowered
+                pieces.append(token)
+                continue
             swap = (
-                SWAPS.get(lowered)
+                (None if self._admission and lowered == "me" else SWAPS.get(lowered))
                 or (AFTER_I.get(lowered) if self._after_i else None)
-                or turned_back(lowered, self._previous)
+                or (None if self._admission else turned_back(lowered, self._previous))
             )
             self._after_i = lowered == "i"
             self._previous = lowered
@@ -155,6 +189,11 @@ def _asked_of_i(question: str) -> frozenset[tuple[str, str, str]]:
     return frozenset(
         ("i", words[at - 1], words[at + 1]) for at in range(1, len(words) - 1) if words[at] == "i"
     )
+
+
+def _clause(sentence: str, kept: int) -> str:
+    """The ``sentence`` after its first ``kept`` words."""
+    return " ".join(sentence.split()[kept:])
 
 
 def _last_word_start(text: str) -> int:

@@ -30,6 +30,21 @@ def normal(text: str) -> str:
     return " ".join(straight(text).lower().split())
 
 
+# Marks between words: a copy said with a comma for a full stop ("Okay, I'll ..." for "Okay.
+# I'll ...") is the same words said again.
+_MARKS = re.compile(r"[^\w\s']+")
+
+
+def compared(text: str, whole: bool = False) -> str:
+    """``text`` as copies are compared: its normal form with marks read as spaces, and a
+    space after its last word once that word is whole (a mark or a space came after it, or
+    the text is ``whole``), so that "got it " is not the start of "got item"."""
+    spaced = _MARKS.sub(" ", straight(text).lower())
+    words = " ".join(spaced.split())
+    ended = whole or spaced[-1:].isspace()
+    return f"{words} " if words and ended else words
+
+
 def sentences(text: str) -> list[str]:
     """The sentences of a finished ``text``, a last one with no mark included: the 0.5B model
     copied a memory's bracketed aside ("[shares a photo: ...]", no full stop) into reply after
