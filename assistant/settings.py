@@ -30,7 +30,16 @@ ToolCalling = Literal["auto", "native", "json_action"]
 ReplyDesign = Literal["auto", "plain", "json_action", "short_json"]
 # The checks a reply passes through (assistant/agent/checks/pipeline.py keeps their order).
 ReplyCheck = Literal[
-    "grounding", "asides", "opening", "restated", "runs", "diet", "loops", "perspective", "echo"
+    "grounding",
+    "asides",
+    "opening",
+    "restated",
+    "runs",
+    "diet",
+    "loops",
+    "perspective",
+    "echo",
+    "admission",
 ]
 VoiceMode = Literal["always", "push_to_talk", "muted"]
 SpeakReplies = Literal["spoken", "always", "never"]

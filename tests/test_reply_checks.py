@@ -94,6 +94,7 @@ def test_the_order_is_declared_once_and_the_settings_name_the_same_checks() -> N
         "loops",
         "perspective",
         "echo",
+        "admission",
     )
     assert set(get_args(ReplyCheck)) == set(NAMES)
     assert Settings().agent.reply_checks == list(NAMES)

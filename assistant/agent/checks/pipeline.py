@@ -6,7 +6,8 @@ looks at it; it asks again for a template's "[blank]"), then the bracketed aside
 the opening guard, the question said back as its answer, a run of words copied from a note of
 the prompt or an earlier reply, the diet, the loop stop, and last the two turns of person (the
 only ones that change words, so the others compare what the model wrote): an answer about the
-user opening in their voice, then the user's own words said back. At the end of the reply
+user opening in their voice, then the user's own words said back; after all of them, an
+admission alone said with the question it answers. At the end of the reply
 each check in turn gives up what it held, and that too goes through those after it.
 
 Precedence: the first check in ``ORDER`` whose verdict is ``REASK`` decides the re-ask; a
@@ -19,6 +20,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Iterable, Sequence
 
+from assistant.agent.checks.admission import NamedAdmission
 from assistant.agent.checks.asides import AsideDrop
 from assistant.agent.checks.check import Check, Seen, Verdict
 from assistant.agent.checks.diet import DietCheck
@@ -43,6 +45,7 @@ ORDER: tuple[type[Check], ...] = (
     LoopStop,
     Perspective,
     EchoTurn,
+    NamedAdmission,
 )
 NAMES: tuple[str, ...] = tuple(kind.name for kind in ORDER)
 
