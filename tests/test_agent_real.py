@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from assistant.agent.agent import Agent
-from assistant.agent.checks.opening import willing_openings
+from assistant.agent.checks.opening import INTERJECTIONS, willing_openings
 from assistant.agent.context import ContextConfig, ContextWindow, is_summary_note
 from assistant.agent.events import UserText
 from assistant.agent.instructions import instructions
@@ -152,6 +152,8 @@ def test_the_willing_grammar_holds_the_real_model_to_a_whole_opening_word(
     assert opening is not None, reply
     rest = reply[len(opening) :]
     assert not rest or rest[0] in " \n,.!?;:'-", reply
+    if opening in INTERJECTIONS:
+        assert rest[:1] in (",", ".", "!"), f"an interjection is said with its mark: {reply}"
 
 
 def test_an_admission_goes_on_to_say_what_it_does_not_know(fast_llm: LLMClient) -> None:

@@ -8,7 +8,7 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import Any
 
 from assistant.agent.checks.diet import LEAVE_OUT
-from assistant.agent.checks.opening import willing_openings, willing_pattern
+from assistant.agent.checks.opening import INTERJECTIONS, willing_openings, willing_pattern
 from assistant.agent.naming import named_in_news, saying
 from assistant.agent.reply_form import ReplyForm
 from assistant.agent.routing import asks_about_their_life, first_tool
@@ -201,8 +201,12 @@ class StepRequests:
 # or a mark after it: held only to its letters, the 0.5B model went on inside it ("Oncence,
 # I'm going ..."), and held off ASCII letters alone, with a letter beyond them ("Onceğin.").
 def opening_grammar(*openings: str) -> str:
-    words = " | ".join(f'"{opening}"' for opening in openings)
-    return f"root ::= ({words}) rest\nrest ::= ([ \\n,.!?;:'-] [^\\x00]*)?\n"
+    marked = [f'"{opening}"' for opening in openings if opening in INTERJECTIONS]
+    words = [f'"{opening}"' for opening in openings if opening not in INTERJECTIONS]
+    alternatives = [f"({' | '.join(words)}) rest"] if words else []
+    if marked:  # an interjection, said with its mark (opening.py)
+        alternatives.append(f"({' | '.join(marked)}) [,.!] [^\\x00]*")
+    return f"root ::= {' | '.join(alternatives)}\nrest ::= ([ \\n,.!?;:'-] [^\\x00]*)?\n"
 
 
 # Not those a copied reply itself tends to open with ("You're welcome!", "Hello, ..."): the

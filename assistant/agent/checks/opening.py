@@ -98,6 +98,12 @@ WILLING_OPENINGS = (
     "You",
     "Your",
 )
+# Willing openings that are words of their own, said with a mark after them: let go on with a
+# space, the 0.5B model wrote on into the sentence it was asked again for ("Well be working
+# from ...", the question said back).
+INTERJECTIONS = frozenset(
+    ("Sure", "Of course", "Oh", "OK", "Okay", "Got it", "Noted", "Yes", "No", "Well")
+)
 # How many times a reply that copies is asked again: the 0.5B model's re-ask, held off the
 # copy's first word, opened with another cheer and then wrote the copied sentence (which the
 # loop check dropped, leaving the cheer: itself an earlier reply, said whole); compared in
@@ -186,8 +192,13 @@ def _begins(avoided: str, word: str) -> bool:
 
 def willing_pattern(avoiding: tuple[str, ...] = (), tone: Tone = Tone.PLAIN) -> str:
     """The message pattern of a willing opening of the ``tone`` (none beginning the
-    ``avoiding`` ones)."""
-    return "^(" + "|".join(willing_openings(avoiding, tone)) + ')[^"]*$'
+    ``avoiding`` ones), an interjection with its mark."""
+    openings = willing_openings(avoiding, tone)
+    marked = [word for word in openings if word in INTERJECTIONS]
+    alternatives = [word for word in openings if word not in INTERJECTIONS]
+    if marked:
+        alternatives.insert(0, "(" + "|".join(marked) + ")[,.!]")
+    return "^(" + "|".join(alternatives) + ')[^"]*$'
 
 
 def echo_of(heard: str) -> tuple[str, ...]:
