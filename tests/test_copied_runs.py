@@ -258,15 +258,17 @@ def test_a_later_sentence_copying_a_run_of_a_reply_in_the_window_is_left_out(
     assert turn.reply == "Bread, yum. Enjoy!"
 
 
-def test_a_reply_the_loop_check_would_leave_a_cheer_alone_says_the_earlier_sentence() -> None:
+def test_a_reply_the_loop_check_would_leave_a_cheer_said_before_says_the_earlier_sentence() -> None:
     from assistant.agent.checks.loops import LoopStop
 
     earlier = "Tea is a lovely way to start the day."
-    loops = LoopStop([earlier])
-    shown = "".join(
-        loops.feed(piece) for piece in ("Great! ", "Tea is a lovely ", "way to start the day.")
-    )
-    assert shown + loops.flush() == f"Great! {earlier}"
+    pieces = ("Great! ", "Tea is a lovely ", "way to start the day.")
+    loops = LoopStop([earlier], openings=["great!"])
+    shown = "".join(loops.feed(piece) for piece in pieces)
+    assert shown + loops.flush() == f"Great! {earlier}", "the cheer alone is a copy too"
+    new = LoopStop([earlier], openings=["lovely!"])
+    shown = "".join(new.feed(piece) for piece in pieces)
+    assert shown + new.flush() == "Great! " and new.dropped, "a new cheer stands alone"
     longer = LoopStop([earlier])
     said = longer.feed("Great, black tea it is. ") + longer.feed(earlier + " ") + longer.flush()
     assert said == "Great, black tea it is. " and longer.dropped

@@ -58,8 +58,9 @@ class LoopStop(Check):
 
     name = "loops"
 
-    def __init__(self, earlier: Iterable[str] = ()) -> None:
-        """``earlier``: sentences of earlier replies, not said again after the first."""
+    def __init__(self, earlier: Iterable[str] = (), openings: Iterable[str] = ()) -> None:
+        """``earlier``: sentences of earlier replies, not said again after the first;
+        ``openings``: those of earlier replies (a short reply's whole)."""
         self.looping = False
         self.dropped = False
         # Compared word for word, marks aside (text.compared).
@@ -75,10 +76,12 @@ class LoopStop(Check):
         self._shown_words = 0  # about how many words were shown (a word split across pieces
         # counts twice: enough to tell a cheer alone)
         self._spare = ""  # an earlier reply's sentence left out, said if nothing else is
+        self._shown = ""  # what was shown, while it could be a cheer alone
+        self._openings = {compared(start, whole=True) for start in openings}
 
     @classmethod
     def for_step(cls, form: ReplyForm, seen: Seen) -> Self:
-        return cls(seen.recent.sentences())
+        return cls(seen.recent.sentences(), seen.recent.openings())
 
     @property
     def verdict(self) -> Verdict:
@@ -98,6 +101,8 @@ class LoopStop(Check):
                 break
             shown += self._take(char)
         self._shown_words += len(shown.split())
+        if self._shown_words <= CHEER_WORDS:
+            self._shown += shown
         return shown
 
     def flush(self) -> str:
@@ -112,10 +117,15 @@ class LoopStop(Check):
             self.dropped, held = True, ""
             if self._said[compared(self._sentence)] == 0:  # an earlier reply's
                 self._spare = self._spare or self._sentence
-        # A reply that would be a cheer alone ("Great!") says an earlier reply's sentence
-        # after all: asked again after a copy, the 0.5B model opened willingly and went on
-        # with a sentence said before, and "Great!" was all the user got.
-        if self._spare and self._shown_words + len(held.split()) <= CHEER_WORDS:
+        # A reply that would be a cheer alone said as a whole reply before ("Great!") says an
+        # earlier reply's sentence after all: asked again after a copy, the 0.5B model opened
+        # willingly and went on with a sentence said before, and that cheer was all the user
+        # got. A new cheer stands alone: the 0.5B model, deep in a conversation, met each
+        # message with a cheer and the same sentence after it, which kept in the window
+        # came again and again.
+        cheer = compared(self._shown + held, whole=True)
+        alone = self._shown_words + len(held.split()) <= CHEER_WORDS
+        if self._spare and alone and (cheer in self._openings or not cheer.strip()):
             held, self._spare = held + self._spare, ""
         return held
 
