@@ -87,6 +87,7 @@ def test_a_question_said_back_as_a_statement_is_the_users_voice(
             "I don't know what you told me about my aunt.",
             "I don't know what you told me about your aunt.",
         ),
+        ("How tall am I?", "I don't know my height.", "I don't know your height."),
         # A clause about nothing the user asked of is the assistant's own.
         ("How tall am I?", "I'm not sure if I was told.", "I'm not sure if I was told."),
         ("Who is Oriel?", "I don't know who Oriel is.", "I don't know who Oriel is."),

@@ -37,11 +37,12 @@ OWN_VOICE = re.compile(
 )
 _FIRST_PERSON_OPENING = re.compile(r"^(?:i|i'm|im|i've|my|mine)\b", re.IGNORECASE)
 # An admission that goes on with what it does not know, as a clause ("I don't know how old ..."):
-# asked of the user's own life, the first person in that clause is the user's ("how old I am").
+# asked of the user's own life, the first person in that clause is the user's ("how old I am"),
+# and so is a thing of theirs it names ("I don't know my age").
 _ADMITTING = ("i don't know", "i do not know", "i'm not sure", "i am not sure")
 _ADMISSION = re.compile(
-    "^(?:" + "|".join(_ADMITTING) + r") (?:how|what|what's|where|when|who|whose|which|why|if|"
-    r"whether)\b"
+    "^(" + "|".join(_ADMITTING) + r") (?:(how|what|what's|where|when|who|whose|which|why|if|"
+    r"whether)|my)\b"
 )
 _FIRST_PERSON = frozenset(("i", "i'm", "i've", "i'd", "i'll", "me", "my", "mine", "myself"))
 # A verb after "I" that changes with the person.
@@ -63,6 +64,7 @@ class Perspective(Check):
         # the clause speaks to the user, so their "you" stays.
         self._keep = 0
         self._admission = False
+        self._possessive = False  # its clause is a thing of the user's ("my age")
         # Whether any word was turned (the window then keeps what was shown).
         self.changed = False
         self._held = ""
@@ -116,7 +118,8 @@ class Perspective(Check):
                 if end is None and not final:
                     return out  # whether its clause is the user's is told at its end
                 clause = self._held[: end.end() if end else len(self._held)]
-                self._turning = bool(terms(_clause(clause, self._keep)) & self._terms)
+                about = terms(_clause(clause, self._keep)) & self._terms
+                self._turning = self._possessive or bool(about)
             if end is None:
                 # A word still being written may be cut: hold the last one unless at the end.
                 cut = len(self._held) if final else _last_word_start(self._held)
@@ -127,6 +130,7 @@ class Perspective(Check):
             self._held = self._held[end.end() :]
             self._turning, self._after_i, self._begun = None, False, False
             self._previous, self._keep, self._admission = None, 0, False
+            self._possessive = False
         return out
 
     def _decide(self, final: bool) -> bool | None:
@@ -141,7 +145,8 @@ class Perspective(Check):
         if self._of_me:
             admission = _ADMISSION.match(text)
             if admission is not None:
-                self._keep, self._admission = len(admission.group(0).split()), True
+                self._keep, self._admission = len(admission.group(1).split()), True
+                self._possessive = admission.group(2) is None
                 return True
             if not ended and any(f"{a} ".startswith(f"{text} ") or text == a for a in _ADMITTING):
                 return None  # its clause may follow
