@@ -57,7 +57,10 @@ def said(question: str, reply: str, chunk: int) -> tuple[str, NamedAdmission]:
     [
         ("I don't know.", "I don't know how tall your nephew is."),
         ("Sorry, I'm not sure!", "Sorry, I'm not sure how tall your nephew is."),
-        ("I don't know that", "I don't know that how tall your nephew is."),
+        ("I don't know that", "I don't know how tall your nephew is."),
+        ("I don't know, but I'm sorry, I don't know.", "I don't know how tall your nephew is."),
+        ("I'm sorry, I'm not sure.", "I'm sorry, I'm not sure how tall your nephew is."),
+        ("I'm sure!", "I'm sure!"),
         # Anything more than the admission is the model's own, left as it is.
         ("I don't know. He was small last year.", "I don't know. He was small last year."),
         ("I don't know how tall he is.", "I don't know how tall he is."),

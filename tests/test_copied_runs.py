@@ -269,6 +269,9 @@ def test_a_reply_the_loop_check_would_leave_a_cheer_said_before_says_the_earlier
     new = LoopStop([earlier], openings=["lovely!"])
     shown = "".join(new.feed(piece) for piece in pieces)
     assert shown + new.flush() == "Great! " and new.dropped, "a new cheer stands alone"
+    asked = LoopStop([earlier], openings=["lovely!"], asked=True)
+    shown = "".join(asked.feed(piece) for piece in pieces)
+    assert shown + asked.flush() == f"Great! {earlier}", "but not for an answer said again"
     longer = LoopStop([earlier])
     said = longer.feed("Great, black tea it is. ") + longer.feed(earlier + " ") + longer.flush()
     assert said == "Great, black tea it is. " and longer.dropped

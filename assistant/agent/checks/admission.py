@@ -3,8 +3,9 @@
 Asked of something it was never told, the 0.5B model answers "I don't know." and nothing more,
 or the grounding check cuts an invented answer down to that (grounding.py). Said to every such
 question in a conversation it is the same reply word for word, and it does not show the user
-which question it heard. A reply that is an admission alone and nothing else is held to its
-end and said with the question as a clause ("I don't know how old your niece is."), turned to
+which question it heard. A reply that is an admission alone (said once or over again, "I
+don't know, but I'm sorry, I don't know.") is held to its end and said once, with the
+question as a clause ("I don't know how old your niece is."), turned to
 speak to the user. A question whose clause cannot be built surely (one asked in the past
 tense, whose verb would need its own past form; one about the assistant) keeps the bare
 admission.
@@ -19,12 +20,14 @@ from assistant.agent.checks.check import Check, Seen, Verdict
 from assistant.agent.checks.text import compared, straight
 from assistant.agent.reply_form import ReplyForm
 
-# How a bare admission is said, apology and all (compared form: text.compared).
-_APOLOGIES = ("", "sorry ", "i'm sorry ", "i am sorry ")
-_CORES = ("i don't know", "i do not know", "i'm not sure", "i am not sure")
-_BARE = tuple(
-    f"{apology}{core}{tail} " for apology in _APOLOGIES for core in _CORES for tail in ("", " that")
+# The words an admission alone is said in, apologies and all ("I don't know, but I'm sorry, I
+# don't know."): a reply of none but these is one (text.compared form).
+_ADMISSION_WORDS = frozenset(
+    (*("i", "don't", "do", "not", "know", "i'm", "am", "sure"), "sorry", "but", "and", "that")
 )
+_CORE = re.compile(r"\b(?:i don't know|i do not know|i'm not sure|i am not sure)\b", re.I)
+# Longer than this, a reply is not held as a possible admission.
+_MOST_WORDS = 16
 
 _WH = frozenset(("what", "where", "when", "who", "whom", "whose", "which", "why", "how"))
 # Words that make one question word with "how" ("how old", "how many").
@@ -208,16 +211,20 @@ class NamedAdmission(Check):
             return piece
         self._held += piece
         words = compared(self._held)
-        if any(bare.startswith(words) for bare in _BARE):
+        whole, _, last = words.rpartition(" ") if not words.endswith(" ") else (words, "", "")
+        admitting = set(whole.split()) <= _ADMISSION_WORDS and len(words.split()) <= _MOST_WORDS
+        if admitting and any(word.startswith(last) for word in _ADMISSION_WORDS):
             return ""  # it may yet be an admission alone
         return self._release()
 
     def flush(self) -> str:
-        if self._open or self._clause is None:
+        words = compared(self._held, whole=True)
+        core = _CORE.search(straight(self._held))
+        if self._open or self._clause is None or core is None:
             return self._release()
-        if compared(self._held, whole=True) not in _BARE:
+        if not set(words.split()) <= _ADMISSION_WORDS:
             return self._release()
-        admission = self._held.strip().rstrip(".!,;: ")
+        admission = self._held[: core.end()].strip()
         self._held, self._open, self.named = "", True, True
         return f"{admission} {self._clause}."
 

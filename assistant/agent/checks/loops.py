@@ -27,6 +27,7 @@ from assistant.agent.checks.opening import owned
 from assistant.agent.checks.recent import SENTENCE_WORDS
 from assistant.agent.checks.text import CHEER_WORDS, ENDS, compared, normal
 from assistant.agent.reply_form import ReplyForm
+from assistant.agent.routing import is_question
 
 SAID_AT_MOST = 2
 # Shorter sentences are let through as often as they come: "Dr." and "a.m." end like
@@ -58,9 +59,12 @@ class LoopStop(Check):
 
     name = "loops"
 
-    def __init__(self, earlier: Iterable[str] = (), openings: Iterable[str] = ()) -> None:
+    def __init__(
+        self, earlier: Iterable[str] = (), openings: Iterable[str] = (), asked: bool = False
+    ) -> None:
         """``earlier``: sentences of earlier replies, not said again after the first;
-        ``openings``: those of earlier replies (a short reply's whole)."""
+        ``openings``: those of earlier replies (a short reply's whole); ``asked``: whether the
+        reply answers a question."""
         self.looping = False
         self.dropped = False
         # Compared word for word, marks aside (text.compared).
@@ -78,10 +82,11 @@ class LoopStop(Check):
         self._spare = ""  # an earlier reply's sentence left out, said if nothing else is
         self._shown = ""  # what was shown, while it could be a cheer alone
         self._openings = {compared(start, whole=True) for start in openings}
+        self._asked = asked
 
     @classmethod
     def for_step(cls, form: ReplyForm, seen: Seen) -> Self:
-        return cls(seen.recent.sentences(), seen.recent.openings())
+        return cls(seen.recent.sentences(), seen.recent.openings(), is_question(seen.heard))
 
     @property
     def verdict(self) -> Verdict:
@@ -117,15 +122,16 @@ class LoopStop(Check):
             self.dropped, held = True, ""
             if self._said[compared(self._sentence)] == 0:  # an earlier reply's
                 self._spare = self._spare or self._sentence
-        # A reply that would be a cheer alone said as a whole reply before ("Great!") says an
-        # earlier reply's sentence after all: asked again after a copy, the 0.5B model opened
-        # willingly and went on with a sentence said before, and that cheer was all the user
-        # got. A new cheer stands alone: the 0.5B model, deep in a conversation, met each
-        # message with a cheer and the same sentence after it, which kept in the window
-        # came again and again.
+        # A reply that would be a cheer alone says an earlier reply's sentence after all where
+        # it answers a question (asked again after a copy, the 0.5B model opened willingly
+        # and went on with the answer said before, and "Well." was all the user got) or
+        # where the cheer was itself a whole earlier reply. Otherwise a new cheer stands
+        # alone: the 0.5B model, deep in a conversation, met each message with a cheer and
+        # the same sentence after it, which kept in the window came again and again.
         cheer = compared(self._shown + held, whole=True)
         alone = self._shown_words + len(held.split()) <= CHEER_WORDS
-        if self._spare and alone and (cheer in self._openings or not cheer.strip()):
+        said_before = cheer in self._openings or not cheer.strip()
+        if self._spare and alone and (self._asked or said_before):
             held, self._spare = held + self._spare, ""
         return held
 
