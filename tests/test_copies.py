@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from assistant.agent.agent import Agent
-from assistant.agent.checks.opening import OpeningGuard
+from assistant.agent.checks.opening import OpeningGuard, willing_openings
 from assistant.agent.checks.recent import RECENT, RecentReplies, opening
 from assistant.agent.context import ContextConfig, ContextWindow
 from assistant.agent.events import UserText
@@ -217,6 +217,29 @@ def test_a_reply_speaking_of_the_user_in_the_third_person_is_asked_again() -> No
     guard = OpeningGuard.for_step(ReplyForm(), Seen("Where is my bike?", "", RecentReplies(), ""))
     assert guard.feed("The user said the bike is in the hall.") == ""
     assert guard.verdict is Verdict.REASK
+
+
+@pytest.mark.parametrize(
+    ("heard", "asked_for"),
+    [
+        ("My kiln cracked overnight.", False),
+        ("When is the pottery fair?", False),
+        ("Tell me something funny about kilns.", True),
+        ("Got any jokes?", True),
+    ],
+)
+def test_a_joke_opens_a_reply_only_where_the_user_asked_for_one(
+    heard: str, asked_for: bool
+) -> None:
+    from assistant.agent.checks.check import Seen, Verdict
+    from assistant.agent.reply_form import ReplyForm
+
+    guard = OpeningGuard.for_step(ReplyForm(), Seen(heard, "", RecentReplies(), ""))
+    shown = guard.feed("Sure, here's a joke about kilns: they get fired a lot.") + guard.flush()
+    assert (guard.verdict is Verdict.PASS) is asked_for and bool(shown) is asked_for
+    if not asked_for:
+        form = guard.reasked(ReplyForm())
+        assert "Sure" not in willing_openings(form.avoiding), "the re-ask opens otherwise"
 
 
 def test_an_earlier_answer_turned_to_the_user_is_the_same_answer_in_the_first_person() -> None:

@@ -131,6 +131,13 @@ _COMMON = frozenset((
 # fmt: on
 
 
+# How a joke opens, which a reply has only if the user asked for one: once a conversation held
+# one, the 0.5B model answered later news and questions with "Here's a joke about ...".
+_JOKE_LEADS = ("", "sure, ", "sure! ", "okay, ", "ok, ", "of course! ", "of course, ")
+UNASKED_JOKES = tuple(
+    lead + joke for lead in _JOKE_LEADS for joke in ("here's a joke", "here is a joke")
+)
+_ASKS_FOR_FUN = re.compile(r"\b(?:jokes?|funny|laugh|puns?|smile|cheer me up|amuse)\b", re.I)
 # How a reply that says back a note of the prompt opens: of the user, to them.
 THIRD_PERSON = ("the user ", "the user's ")
 # How a reply opens that says it does not know (held back where the user said the answer).
@@ -266,6 +273,8 @@ class OpeningGuard(Check):
         if not form.willing:
             # Nothing but the user's own words has a tone (a heartbeat's step answers none).
             unwanted = unwanted_openings(form.tone) + THIRD_PERSON if seen.heard.strip() else ()
+            if seen.heard.strip() and not _ASKS_FOR_FUN.search(seen.heard):
+                unwanted += UNASKED_JOKES
             if form.grounded and not form.admitting and who_told(seen.heard, seen.said, seen.human):
                 unwanted += UNKNOWING
             return cls(True, unwanted, copies, again, times, echo)
