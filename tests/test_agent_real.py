@@ -153,7 +153,9 @@ def test_the_willing_grammar_holds_the_real_model_to_a_whole_opening_word(
     rest = reply[len(opening) :]
     assert not rest or rest[0] in " \n,.!?;:'-", reply
     if opening in INTERJECTIONS:
-        assert rest[:1] in (",", ".", "!"), f"an interjection is said with its mark: {reply}"
+        assert rest[:1] in (",", ".", "!") and rest[1:2] == " " and rest[2:3].isalpha(), (
+            f"an interjection is said with its mark, and words after it: {reply}"
+        )
 
 
 def test_an_admission_goes_on_to_say_what_it_does_not_know(fast_llm: LLMClient) -> None:

@@ -204,8 +204,8 @@ def opening_grammar(*openings: str) -> str:
     marked = [f'"{opening}"' for opening in openings if opening in INTERJECTIONS]
     words = [f'"{opening}"' for opening in openings if opening not in INTERJECTIONS]
     alternatives = [f"({' | '.join(words)}) rest"] if words else []
-    if marked:  # an interjection, said with its mark (opening.py)
-        alternatives.append(f"({' | '.join(marked)}) [,.!] [^\\x00]*")
+    if marked:  # an interjection, said with its mark and words after it (opening.py)
+        alternatives.append(f'({" | ".join(marked)}) [,.!] " " [A-Za-z] [^\\x00]*')
     return f"root ::= {' | '.join(alternatives)}\nrest ::= ([ \\n,.!?;:'-] [^\\x00]*)?\n"
 
 

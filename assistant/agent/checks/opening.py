@@ -98,9 +98,9 @@ WILLING_OPENINGS = (
     "You",
     "Your",
 )
-# Willing openings that are words of their own, said with a mark after them: let go on with a
-# space, the 0.5B model wrote on into the sentence it was asked again for ("Well be working
-# from ...", the question said back).
+# Willing openings that are words of their own, said with a mark and then more words: let go on
+# with a space, the 0.5B model wrote on into the sentence it was asked again for ("Well be
+# working from ...", the question said back); let end after the mark, "Well." was all it said.
 INTERJECTIONS = frozenset(
     ("Sure", "Of course", "Oh", "OK", "Okay", "Got it", "Noted", "Yes", "No", "Well")
 )
@@ -204,7 +204,7 @@ def willing_pattern(avoiding: tuple[str, ...] = (), tone: Tone = Tone.PLAIN) -> 
     marked = [word for word in openings if word in INTERJECTIONS]
     alternatives = [word for word in openings if word not in INTERJECTIONS]
     if marked:
-        alternatives.insert(0, "(" + "|".join(marked) + ")[,.!]")
+        alternatives.insert(0, "(" + "|".join(marked) + ")[,.!] [A-Za-z]")
     return "^(" + "|".join(alternatives) + ')[^"]*$'
 
 
