@@ -74,6 +74,21 @@ def test_a_copy_with_other_marks_between_its_words_is_still_a_copy() -> None:
     assert shown + loop.flush() == "The ferns look well. " and loop.dropped
 
 
+def test_a_re_ask_after_a_refusal_is_held_to_no_copy_either() -> None:
+    from assistant.agent.checks.check import Seen, Verdict
+    from assistant.agent.reply_form import ReplyForm
+
+    earlier = "Okay. I'll water the ferns on Sunday at noon."
+    seen = Seen("The plumber comes on Friday now.", "", RecentReplies([earlier]), "")
+    refused = OpeningGuard.for_step(ReplyForm(), seen)
+    assert refused.feed("I'm sorry, but I can't assist with that.") == ""
+    form = refused.reasked(ReplyForm())
+    assert form.willing and form.avoiding == (), "a refusal's words are not avoided"
+    again = OpeningGuard.for_step(form, seen)
+    assert again.feed("Okay, I'll water the ferns on Sunday at noon.") + again.flush() == ""
+    assert again.verdict is Verdict.REASK
+
+
 def test_a_reply_opening_with_the_users_own_words_is_asked_again() -> None:
     from assistant.agent.checks.opening import OpeningGuard, echo_of
 

@@ -357,8 +357,16 @@ def test_a_core_memory_call_with_a_heartbeat_chains_into_a_message(stores: Store
 
 
 def test_plain_content_from_the_endpoint_is_the_reply(stores: Stores) -> None:
-    _, turn, pieces, requests = run_agent(stores, [content("Sure, it is sunny today.")], "Weather?")
-    assert len(pieces) > 3 and turn.reply == "Sure, it is sunny today." and len(requests) == 1
+    _, turn, pieces, requests = run_agent(
+        stores,
+        [content("It is sunny and warm today, with a light breeze off the sea.")],
+        "Weather?",
+    )
+    assert (
+        len(pieces) > 3
+        and turn.reply == "It is sunny and warm today, with a light breeze off the sea."
+        and len(requests) == 1
+    )
 
 
 def test_broken_arguments_and_an_unknown_tool_are_corrected(stores: Stores) -> None:

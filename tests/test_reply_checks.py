@@ -307,11 +307,13 @@ def test_a_re_ask_that_copies_again_is_asked_again_then_stands() -> None:
         checks = run_in(seen, form, "Lovely news! Tell me more. ")
         assert checks.reask is not None
         form = checks.reask.reasked(form)
-    # Asked COPY_REASKS times after copies, the last reply stands; so does a refusal's
-    # re-ask, whose grammar keeps the refusal out, and sympathy met on the re-ask ("Oh no").
+    # Asked COPY_REASKS times after copies, the last reply stands. A refusal's re-ask is held
+    # to no copy either (it has avoided none yet), but not to no refusal: its grammar keeps the
+    # refusal out, and a second one stands. Sympathy met on the re-ask ("Oh no") stands too.
     assert len(form.avoiding) == COPY_REASKS
     assert run_in(seen, form, "Great news! Tell me more. ").reask is None
-    assert run_in(seen, ReplyForm(willing=True), "Great news! Tell me more. ").reask is None
+    assert run_in(seen, ReplyForm(willing=True), "Great news! Tell me more. ").reask
+    assert run_in(seen, ReplyForm(willing=True), "I can't help with that. ").reask is None
     assert run_in(seen, once, "Oh no, that is a shame. ").reask is None
 
 

@@ -204,7 +204,7 @@ def willing_pattern(avoiding: tuple[str, ...] = (), tone: Tone = Tone.PLAIN) -> 
     marked = [word for word in openings if word in INTERJECTIONS]
     alternatives = [word for word in openings if word not in INTERJECTIONS]
     if marked:
-        alternatives.insert(0, "(" + "|".join(marked) + ")[,.!] [A-Za-z]")
+        alternatives.insert(0, "(" + "|".join(marked) + ")[,.!] ")
     return "^(" + "|".join(alternatives) + ')[^"]*$'
 
 
@@ -228,8 +228,10 @@ class OpeningGuard(Check):
         again: tuple[str, ...] = (),
         times: int = 1,
         echo: tuple[str, ...] = (),
+        refusals: bool = True,
     ) -> None:
-        """``unwanted``: openings held back like a refusal's for this reply; ``copies``:
+        """``unwanted``: openings held back like a refusal's for this reply (a refusal's too
+        unless not ``refusals``); ``copies``:
         those of earlier replies, and ``echo`` the user's words; ``again``: those it may say
         again, owned as said before, the ``times``-th time (all lower-case). An earlier reply
         is compared whatever person the model writes it in: the person check turns "My
@@ -247,7 +249,7 @@ class OpeningGuard(Check):
         self.copied: str | None = None
         self._held = ""
         self._open = not armed
-        self._unwanted = REFUSALS + unwanted
+        self._unwanted = (REFUSALS if refusals else ()) + unwanted
         # Compared word for word, marks aside (text.compared).
         self._copies = tuple(dict.fromkeys(person_blind(compared(c, whole=True)) for c in copies))
         self._echo = tuple(compared(words, whole=True) for words in echo)
@@ -278,8 +280,11 @@ class OpeningGuard(Check):
             if form.grounded and not form.admitting and who_told(seen.heard, seen.said, seen.human):
                 unwanted += UNKNOWING
             return cls(True, unwanted, copies, again, times, echo)
-        armed = 0 < len(form.avoiding) < COPY_REASKS
-        return cls(armed, copies=copies, again=again, times=times, echo=echo)
+        # Armed after a refusal too (a re-ask after one wrote an earlier reply again, a
+        # reminder's confirmation nobody asked for), but for copies alone: a second refusal
+        # stands.
+        armed = len(form.avoiding) < COPY_REASKS
+        return cls(armed, copies=copies, again=again, times=times, echo=echo, refusals=False)
 
     def feed(self, piece: str) -> str:
         if self._open or not piece:
