@@ -12,8 +12,8 @@ from tests.agent_helpers import ScriptedStream, say
 from tests.test_agent import make_agent
 
 
-def turned(text: str, chunk: int) -> str:
-    voice = Perspective(armed=True)
+def turned(text: str, chunk: int, heard: str = "") -> str:
+    voice = Perspective(armed=True, heard=heard)
     out = "".join(voice.feed(text[i : i + chunk]) for i in range(0, len(text), chunk))
     return out + voice.flush()
 
@@ -67,9 +67,7 @@ def test_first_person_answers_are_turned_as_they_stream(reply: str, said: str, c
 def test_a_question_said_back_as_a_statement_is_the_users_voice(
     heard: str, reply: str, said: str, chunk: int
 ) -> None:
-    voice = Perspective(armed=True, heard=heard)
-    out = "".join(voice.feed(reply[i : i + chunk]) for i in range(0, len(reply), chunk))
-    assert out + voice.flush() == said
+    assert turned(reply, chunk, heard) == said
 
 
 @pytest.mark.parametrize(
@@ -97,9 +95,7 @@ def test_a_question_said_back_as_a_statement_is_the_users_voice(
 def test_an_admissions_clause_about_the_user_is_said_to_them(
     heard: str, reply: str, said: str, chunk: int
 ) -> None:
-    voice = Perspective(armed=True, heard=heard)
-    out = "".join(voice.feed(reply[i : i + chunk]) for i in range(0, len(reply), chunk))
-    assert out + voice.flush() == said
+    assert turned(reply, chunk, heard) == said
 
 
 def test_unarmed_it_passes_everything() -> None:
