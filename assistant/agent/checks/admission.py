@@ -16,7 +16,7 @@ from __future__ import annotations
 import re
 from typing import Self
 
-from assistant.agent.checks.check import Check, Seen, Verdict
+from assistant.agent.checks.check import HoldingCheck, Seen, Verdict
 from assistant.agent.checks.text import compared, straight
 from assistant.agent.reply_form import ReplyForm
 
@@ -190,7 +190,7 @@ def _turned(words: list[str]) -> str:
     return " ".join(out)
 
 
-class NamedAdmission(Check):
+class NamedAdmission(HoldingCheck):
     """Feed it a reply's text as it streams; it returns what may be shown now."""
 
     name = "admission"
@@ -227,11 +227,6 @@ class NamedAdmission(Check):
         admission = self._held[: core.end()].strip()
         self._held, self._open, self.named = "", True, True
         return f"{admission} {self._clause}."
-
-    def _release(self) -> str:
-        self._open = True
-        held, self._held = self._held, ""
-        return held
 
     @property
     def verdict(self) -> Verdict:

@@ -83,3 +83,17 @@ class Check(ABC):
     def reason(self) -> str:
         """What the check found, for the log ("" when it passed)."""
         return ""
+
+
+class HoldingCheck(Check):
+    """A check that holds the reply's start until it can tell, then lets everything through."""
+
+    # Whether it lets everything through now, and what it holds meanwhile.
+    _open: bool
+    _held: str
+
+    def _release(self) -> str:
+        """What is held, given up; from now on the check is open."""
+        self._open = True
+        held, self._held = self._held, ""
+        return held

@@ -15,7 +15,7 @@ import re
 from dataclasses import replace
 from typing import Self
 
-from assistant.agent.checks.check import Check, Seen, Verdict
+from assistant.agent.checks.check import HoldingCheck, Seen, Verdict
 from assistant.agent.checks.opening import without_lead_in
 from assistant.agent.checks.text import SENTENCE_END, normal
 from assistant.agent.reply_form import ReplyForm
@@ -27,7 +27,7 @@ _CONTRACTED = re.compile(r"\b(you|we|they|he|she|it)['\u2019](?:ll|re|ve|d|s)\b"
 _ASKS_FOR_A_FACT = re.compile(r"^\W*(?:what|when|where|who|whom|whose|which|why|how)\b", re.I)
 
 
-class RestatedQuestion(Check):
+class RestatedQuestion(HoldingCheck):
     """Feed it a reply's text as it streams; it returns what may be shown now."""
 
     name = "restated"
@@ -69,11 +69,6 @@ class RestatedQuestion(Check):
     def _restates(self, sentence: str) -> bool:
         said = _says(sentence) or set()
         return bool(said) and said <= self._asked
-
-    def _release(self) -> str:
-        self._open = True
-        held, self._held = self._held, ""
-        return held
 
     @property
     def verdict(self) -> Verdict:
