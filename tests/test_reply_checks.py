@@ -293,6 +293,18 @@ def test_a_reply_may_not_open_with_a_longer_sentence_of_a_recent_one() -> None:
     assert said == "The fitter comes on Tuesday, around nine. " and fresh.reask is None
 
 
+def test_a_short_greeting_and_the_words_after_it_are_not_a_template() -> None:
+    earlier = "Hey, Marguerite! You're Marguerite, you keep bees on the roof."
+    seen = replace(SEEN, recent=RecentReplies([earlier]), heard="My van broke down again.")
+    template = run_in(seen, ReplyForm(), "Hey, Marguerite! You're Marguerite, your van broke. ")
+    assert template.reask is not None and template.reask.name == "opening"
+    form = template.reask.reasked(ReplyForm())
+    assert form.avoiding == ("hey marguerite you're marguerite ",)
+    # The greeting alone, or with other words after it, is no template.
+    assert run_in(seen, ReplyForm(), "Hey, Marguerite! Sorry about the van. ").reask is None
+    assert run_in(seen, ReplyForm(), "Hey, Marguerite! ").reask is None
+
+
 def test_a_re_ask_that_copies_again_is_asked_again_then_stands() -> None:
     from assistant.agent.checks.opening import COPY_REASKS
 

@@ -50,6 +50,19 @@ def opening(message: str) -> str:
     return text
 
 
+def lead(message: str) -> str | None:
+    """The first ``MIN_WORDS`` words of a message whose opening (``opening``) runs past a
+    short first sentence into a longer one; None for any other. A greeting of two words, the
+    person's name said back and a different fact after it was a new opening every time, so
+    one template opened reply after reply to news of every kind."""
+    start = opening(message)
+    first = SENTENCE.match(start)
+    words = start.split()
+    if first is None or first.end() == len(start) or len(words) <= MIN_WORDS:
+        return None
+    return " ".join(words[:MIN_WORDS])
+
+
 class RecentReplies:
     """The last few replies: their openings and their sentences."""
 
@@ -113,6 +126,9 @@ class RecentReplies:
         if len(start.split()) >= MIN_WORDS or len(normal(reply).split()) >= SHORT_WORDS:
             self._openings.append(start)
             self._ownable.append((start, terms(start)))
+        cut = lead(reply)
+        if cut is not None:
+            self._openings.append(normal(cut))
         long = (normal(sentence) for sentence in sentences(reply))
         self._ownable.extend(
             (key, terms(key)) for key in long if len(key.split()) >= SENTENCE_WORDS
