@@ -89,6 +89,17 @@ def test_a_question_said_back_as_a_statement_is_the_users_voice(
         # A clause about nothing the user asked of is the assistant's own.
         ("How tall am I?", "I'm not sure if I was told.", "I'm not sure if I was told."),
         ("Who is Oriel?", "I don't know who Oriel is.", "I don't know who Oriel is."),
+        # A clause in the question's order is said in a statement's, not asked back.
+        (
+            "What can't I plant?",
+            "I don't know what can't I plant. Ask a gardener.",
+            "I don't know what you can't plant. Ask a gardener.",
+        ),
+        (
+            "How old am I?",
+            "I'm not sure how old am I, sorry.",
+            "I'm not sure how old you are, sorry.",
+        ),
     ],
 )
 @pytest.mark.parametrize("chunk", [1, 100])

@@ -107,6 +107,20 @@ def asked_clause(question: str) -> str | None:
     return _turned([*phrase, *rest[:verb], aux, *rest[verb:]])
 
 
+def statement_order(clause: str) -> str | None:
+    """A clause written in a question's order, its helper verb before its subject ("what
+    can't I eat"), in a statement's, said to the user ("what you can't eat"); None for one in
+    a statement's order already ("how old I am") or one not built surely."""
+    words = _split_contractions(_WORD.findall(straight(clause)))
+    lowered = [word.lower() for word in words]
+    if len(words) < 3 or lowered[0] not in _WH:
+        return None
+    end = 2 if lowered[0] == "how" and lowered[1] in _HOW else 1
+    if end >= len(words) or lowered[end] not in _AUX:
+        return None
+    return asked_clause(clause)
+
+
 def _split_contractions(words: list[str]) -> list[str]:
     """ "what's" as "what is" (a question word with "is" run into it)."""
     out: list[str] = []

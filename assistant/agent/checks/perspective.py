@@ -18,6 +18,7 @@ from __future__ import annotations
 import re
 from typing import Self
 
+from assistant.agent.checks.admission import statement_order
 from assistant.agent.checks.check import Check, Seen, Verdict
 from assistant.agent.checks.opening import lead_in
 from assistant.agent.checks.text import SENTENCE_END, SWAPS, straight, turned_back
@@ -120,6 +121,9 @@ class Perspective(Check):
                 clause = self._held[: end.end() if end else len(self._held)]
                 about = terms(_clause(clause, self._keep)) & self._terms
                 self._turning = self._possessive or bool(about)
+                if self._turning:
+                    out += self._reordered(clause)
+                    end = SENTENCE_END.search(self._held)
             if end is None:
                 # A word still being written may be cut: hold the last one unless at the end.
                 cut = len(self._held) if final else _last_word_start(self._held)
@@ -132,6 +136,19 @@ class Perspective(Check):
             self._previous, self._keep, self._admission = None, 0, False
             self._possessive = False
         return out
+
+    def _reordered(self, sentence: str) -> str:
+        """The admission's opening said, with its clause in a statement's order where the
+        model wrote it in the question's ("I don't know what can't I eat", which turned word
+        by word asked the question back); nothing where the clause is in order already."""
+        words = re.match(rf"\s*(?:\S+\s+){{{self._keep}}}", sentence)
+        clause = re.match(r"[^,.!?;:]+", sentence[words.end() :]) if words else None
+        reordered = statement_order(clause.group(0)) if clause else None
+        if words is None or clause is None or reordered is None:
+            return ""
+        self.changed, self._keep, self._begun = True, 0, True
+        self._held = self._held[words.end() + clause.end() :]
+        return words.group(0).rstrip() + " " + reordered
 
     def _decide(self, final: bool) -> bool | None:
         """Whether the sentence being held is turned; None while it cannot yet be told."""
