@@ -305,6 +305,18 @@ def test_a_short_greeting_and_the_words_after_it_are_not_a_template() -> None:
     assert run_in(seen, ReplyForm(), "Hey, Marguerite! ").reask is None
 
 
+def test_not_knowing_what_the_user_may_eat_is_asked_again_when_their_diet_is_known() -> None:
+    seen = replace(SEEN, heard="Which foods should I stay away from?")
+    unknowing = run_in(seen, FORM, "I'm sorry, but I don't know what you mean. ")
+    assert unknowing.reask is not None and unknowing.reask.name == "opening"
+    answered = run_in(seen, FORM, "You don't eat meat or fish. ")
+    assert answered.reask is None
+    # With no diet line, or asked of something else, not knowing stands.
+    assert run_in(replace(seen, human="Name: Orla"), FORM, "I don't know. ").reask is None
+    other = replace(SEEN, heard="Which train do I take on Monday?")
+    assert run_in(other, FORM, "I don't know. ").reask is None
+
+
 def test_a_re_ask_that_copies_again_is_asked_again_then_stands() -> None:
     from assistant.agent.checks.opening import COPY_REASKS
 

@@ -212,6 +212,24 @@ def about_food(text: str) -> bool:
     return _ABOUT_FOOD.search(text) is not None
 
 
+# A question about what the user themselves may eat, which their diet, allergy and health lines
+# answer ("what should I avoid eating", "am I allergic to anything").
+_ASKS_OWN_DIET = re.compile(
+    r"\b(?:i|i'm|my)\b.*\b(?:eat|eating|diet|allergic|allergy|allergies|foods?|avoid)\b|"
+    r"\b(?:eat|diet|allergic|allergy|allergies|foods?|avoid)\b.*\b(?:i|i'm|my|me)\b",
+    _FLAGS,
+)
+
+
+def diet_known(question: str, block: str) -> bool:
+    """Whether ``question`` asks what the user may eat and the human block holds a line that
+    answers it: with "Diet: vegan" in its prompt, both models said they did not know what the
+    user could not eat."""
+    if not question.rstrip().endswith("?") or not _ASKS_OWN_DIET.search(question):
+        return False
+    return any(line.startswith(_BEARS_ON_FOOD) for line in block.splitlines())
+
+
 def constraints_for(text: str, block: str) -> str:
     """The human block's diet, allergy and health lines when ``text`` asks about food ("" when
     it does not, or none is known): shown next to the message, where a small model heeds

@@ -35,6 +35,7 @@ import re
 from dataclasses import replace
 from typing import Self
 
+from assistant.agent.about_user import diet_known
 from assistant.agent.checks.check import Check, Seen, Verdict
 from assistant.agent.checks.recent import MIN_WORDS, opening
 from assistant.agent.checks.text import SWAPS, compared, normal, straight
@@ -277,7 +278,10 @@ class OpeningGuard(Check):
             unwanted = unwanted_openings(form.tone) + THIRD_PERSON if seen.heard.strip() else ()
             if seen.heard.strip() and not _ASKS_FOR_FUN.search(seen.heard):
                 unwanted += UNASKED_JOKES
-            if form.grounded and not form.admitting and who_told(seen.heard, seen.said, seen.human):
+            known = who_told(seen.heard, seen.said, seen.human) or diet_known(
+                seen.heard, seen.human
+            )
+            if form.grounded and not form.admitting and known:
                 unwanted += UNKNOWING
             return cls(True, unwanted, copies, again, times, echo)
         # Armed after a refusal too (a re-ask after one wrote an earlier reply again, a
