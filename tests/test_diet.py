@@ -33,6 +33,9 @@ def test_a_fish_eater_may_have_fish() -> None:
         ("A vegan cheese toastie would work.", None),
         ("Make it without ham this time.", None),
         ("Grilled prawns are quick.", "prawn"),
+        # A list after the word that leaves food out is left out whole.
+        ("It has no bacon, ham, salmon or chicken in it.", None),
+        ("No bacon here, but fried chicken on the side.", "chicken"),
     ],
 )
 def test_a_sentence_names_an_excluded_food(sentence: str, named: str | None) -> None:

@@ -71,17 +71,30 @@ def _singular(word: str) -> str:
     return word[:-1] if word.endswith("s") and not word.endswith("ss") else word
 
 
+# Words that join a list of foods, which a word that leaves food out before the list leaves
+# out whole ("no meat, fish, eggs or dairy").
+_JOINS = frozenset(("and", "or", "nor"))
+
+
+def _food(word: str, wanted: set[str]) -> str | None:
+    base = _singular(word)
+    return next((food for food in (word, base, base.rstrip("e")) if food in wanted), None)
+
+
 def named_food(sentence: str, foods: Iterable[str]) -> str | None:
-    """The first excluded food ``sentence`` suggests (not one it says to leave out)."""
+    """The first excluded food ``sentence`` suggests (not one it says to leave out, alone or
+    in a list after the word that leaves it out)."""
     words = re.findall(r"[a-z][a-z-]*", sentence.lower())
     wanted = set(foods)
     for index, word in enumerate(words):
-        base = _singular(word)
-        for food in (word, base, base.rstrip("e")):
-            if food in wanted:
-                before = set(words[max(0, index - 2) : index])
-                if not before & _FREE_OF:
-                    return food
+        food = _food(word, wanted)
+        if food is None:
+            continue
+        start = index
+        while start > 0 and (words[start - 1] in _JOINS or _food(words[start - 1], wanted)):
+            start -= 1
+        if not set(words[max(0, start - 2) : index]) & _FREE_OF:
+            return food
     return None
 
 
