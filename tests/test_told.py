@@ -4,7 +4,7 @@
 from __future__ import annotations
 
 from assistant.agent.events import UserText
-from assistant.agent.told import TOLD_HEAD, bearing_on, stem, told_note, who_told
+from assistant.agent.told import TOLD_HEAD, answer_told, bearing_on, stem, told_note
 from assistant.agent.tools import Stores
 from tests.agent_helpers import ScriptedStream, say
 from tests.test_agent import make_agent
@@ -48,13 +48,17 @@ def test_questions_the_user_s_own_name_and_unrelated_words_are_not_quoted() -> N
     assert "parrot" not in told_note("Which parrot did I name?", SAID, HUMAN)
 
 
-def test_who_someone_is_is_told_when_the_user_said_it() -> None:
-    assert who_told("Who is Tobiah?", SAID, "")
-    assert who_told("Who's Tobiah?", [], HUMAN)  # the sentence left the window, the line stays
-    assert not who_told("Who is Tobiah's wife?", SAID, HUMAN)  # never said
-    assert not who_told("Where is Tobiah?", SAID, HUMAN)  # not who someone is
-    assert not who_told("Who is Dora?", [], HUMAN)  # the user's own name
-    assert not who_told("Who is Marguerite?", SAID, HUMAN)
+def test_an_answer_is_told_when_the_user_said_every_word_asked_about() -> None:
+    assert answer_told("Who is Tobiah?", SAID, "")
+    assert answer_told("Who's Tobiah?", [], HUMAN)  # the sentence left the window, the line stays
+    assert answer_told("Where is Tobiah these days?", SAID, HUMAN)
+    assert answer_told("How long have I been a glazier?", [], HUMAN)  # "how long" only asks
+    assert answer_told("What's my cousin's name?", [], HUMAN)
+    assert not answer_told("Who is Tobiah's wife?", SAID, HUMAN)  # never said
+    assert not answer_told("Who is Dora?", [], HUMAN)  # the user's own name
+    assert not answer_told("Who is Marguerite?", SAID, HUMAN)
+    assert not answer_told("What did Tobiah bake today?", SAID, HUMAN)  # nothing baked said
+    assert not answer_told("Tobiah is where?", SAID, HUMAN)  # not a question word first
 
 
 def test_only_the_best_few_are_quoted_oldest_first() -> None:

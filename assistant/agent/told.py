@@ -102,16 +102,28 @@ def bearing_on(question: str, said: Sequence[str], human: str = "") -> list[str]
     return [statement for _, _, statement in sorted(best, key=lambda item: item[1])]
 
 
-# A question that asks who someone is.
-_WHO = re.compile(r"^\s*who(?:'s| is| was| are| were)\b", re.IGNORECASE)
+# A question that asks for something told: who someone is, what, when, where, which, how.
+_ASKS = re.compile(r"^\s*(?:who|what|when|where|which|how)\b", re.IGNORECASE)
+# Words of a question that only ask, which the words that answer it do not hold.
+_ONLY_ASKING = frozenset(
+    stem(word)
+    for word in (
+        *("far", "much", "many", "old", "long", "often", "big", "tall", "soon", "late"),
+        *("happened", "name", "called", "kind", "sort", "time", "day"),
+    )
+)
 
 
-def who_told(question: str, said: Sequence[str], human: str = "") -> bool:
-    """Whether ``question`` asks who someone is that the user told of: a sentence of theirs
-    (``said``) or a line of the human block holds every word it asks about. The 0.5B model
-    said it did not know who someone was with the user's words about them in view."""
-    wanted = terms(question)
-    if not wanted or not _WHO.match(straight(question)):
+def answer_told(question: str, said: Sequence[str], human: str = "") -> bool:
+    """Whether ``question`` asks about something the user told of: a sentence of theirs
+    (``said``) or a line of the human block holds every word it asks about, beyond the words
+    that only ask ("how far", "what happened", "name"). The 0.5B model said it did not know who
+    someone was, how far the user ran or when their thesis was due, with the user's words
+    about it just above."""
+    if not _ASKS.match(straight(question)):
+        return False
+    wanted = terms(question) - _ONLY_ASKING
+    if not wanted:
         return False
     lines = [
         line

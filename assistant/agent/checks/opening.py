@@ -41,7 +41,7 @@ from assistant.agent.checks.recent import MIN_WORDS, opening
 from assistant.agent.checks.text import SWAPS, compared, normal, straight
 from assistant.agent.reply_form import ReplyForm
 from assistant.agent.routing import is_question
-from assistant.agent.told import who_told
+from assistant.agent.told import answer_told
 from assistant.agent.tone import Tone, unwanted_openings, willing_for
 
 # How a refusal opens, after an apology or none.
@@ -278,7 +278,7 @@ class OpeningGuard(Check):
             unwanted = unwanted_openings(form.tone) + THIRD_PERSON if seen.heard.strip() else ()
             if seen.heard.strip() and not _ASKS_FOR_FUN.search(seen.heard):
                 unwanted += UNASKED_JOKES
-            known = who_told(seen.heard, seen.said, seen.human) or diet_known(
+            known = answer_told(seen.heard, seen.said, seen.human) or diet_known(
                 seen.heard, seen.human
             )
             if form.grounded and not form.admitting and known:
