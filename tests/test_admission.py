@@ -23,6 +23,7 @@ from tests.test_agent import make_agent
         ("When is my dentist now?", "when your dentist is now"),
         ("Why isn't my bike fixed?", "why your bike isn't fixed"),
         ("How often do I swim?", "how often you swim"),
+        ("What's in my locker at the pool?", "what is in your locker at the pool"),
         ("Which choir does Ottilie sing in?", "which choir Ottilie sings in"),
         (
             "What does my neighbour's son study at the college?",

@@ -70,6 +70,11 @@ _AFTER_A_VERB = _TRAILING | frozenset(
         *("those", "every", "each", "some"),
     )
 )
+# Words of place and time after "be" that show the question word is its subject ("what is on
+# my calendar", said back as "what is on your calendar", not "what on your calendar is").
+_PLACE_WORDS = frozenset(
+    ("on", "in", "at", "for", "with", "about", "after", "before", "near", "under", "behind")
+)
 # Participles that "be" goes before ("when your daughter was born").
 _PARTICIPLES = frozenset(("born", "known", "made", "done", "gone", "seen", "held", "kept", "paid"))
 _WORD = re.compile(r"[A-Za-z\u00c0-\u024f0-9'-]+")
@@ -95,6 +100,8 @@ def asked_clause(question: str) -> str | None:
     verb = _verb(rest)
     if aux in _BE:
         be = _person(aux, rest)
+        if rest[0].lower() in _PLACE_WORDS:  # the question word is the subject ("what is on")
+            return _turned([*phrase, be, *rest])
         if lowered[0] != "why":  # the question words ask for what follows "be"
             return _turned([*phrase, *_with_be(rest, be)])
         # "Why is X Y?": "be" goes after the subject.
