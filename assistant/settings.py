@@ -266,6 +266,13 @@ class AgentSettings(Section):
         description="Memories less similar in meaning to the event than this (cosine, -1 to 1) "
         "are not shown with it, however recent or important; -1 shows the best ones always.",
     )
+    more_similarity: float = Field(
+        0.4,
+        ge=-1,
+        le=1,
+        description="Memories shown with an event beyond the first two must be at least this "
+        "similar to it (cosine): fewer tokens for the local server to read before a reply.",
+    )
     temperature: float = Field(
         0.3,
         ge=0,

@@ -154,7 +154,7 @@ def test_a_conversation_only_ever_appends_to_the_prompt(stores: Stores) -> None:
         say("You're welcome, Sid!"),
     )
     # Every memory shown, however far from the message: which are shown is not tested here.
-    chat = open_conversation(model, stores, least_similarity=-1.0)
+    chat = open_conversation(model, stores, least_similarity=-1.0, more_similarity=-1.0)
     chat.respond(UserText("Hi, I'm Sid. I live in Lugano."))
     chat.respond(UserText("My sister Brigida works as a marine biologist in Parma."))
     chat.respond(UserUtterance("What's the weather like today?", 0.9))

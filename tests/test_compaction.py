@@ -486,7 +486,12 @@ def test_a_summary_is_written_from_the_conversation_not_the_memories_shown_with_
     stores.stream.add("Odile: my brother races pigeons in Lille every spring.")
     model = ScriptedStream(say("Good luck with the kiln."), say("Enjoy the glaze."))
     context = ContextWindow(instructions(), stores.core, ContextConfig(window_tokens=8192))
-    agent = Agent(model, stores, context, AgentConfig(retrieved_memories=3, least_similarity=0.0))
+    agent = Agent(
+        model,
+        stores,
+        context,
+        AgentConfig(retrieved_memories=3, least_similarity=0.0, more_similarity=0.0),
+    )
     agent.respond(UserText("I fire my pottery kiln tomorrow; my brother helps."))
     agent.respond(UserText("The glaze I chose is a pale celadon."))
     assert any(m["content"].startswith(MEMORIES_HEAD) for m in context.fifo)

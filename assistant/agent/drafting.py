@@ -123,7 +123,7 @@ class Drafting:
             self.window.drafting = True
             shown = self.memories.for_draft(text)
             ahead = self.context.messages()
-            block = memories_block(shown)
+            block = memories_block(shown, text)
             if block:
                 ahead.append({"role": "system", "content": block})
             ahead.append({"role": "user", "content": text})

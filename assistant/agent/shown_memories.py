@@ -8,7 +8,7 @@ import logging
 from assistant.agent.context import MESSAGE_OVERHEAD_TOKENS, ContextWindow
 from assistant.agent.draft_memories import DraftMemories
 from assistant.agent.tools import Stores, memories_block
-from assistant.agent.turn import AgentConfig
+from assistant.agent.turn import SURE_MEMORIES, AgentConfig
 from assistant.llm.messages import Message
 from memory.records import MemoryRecord
 from memory.stream import MemoryRequestError
@@ -67,8 +67,17 @@ class ShownMemories:
         except (ValueError, MemoryRequestError, OSError) as error:
             log.warning("memory retrieval failed: %s", error)
             return []
-        near = [m for m in found if m.similarity >= self.config.least_similarity]
-        return [m.record for m in near if m.record.id not in in_view][:wanted]
+        config = self.config
+        near = [
+            m
+            for m in found
+            if m.similarity >= config.least_similarity and m.record.id not in in_view
+        ]
+        return [
+            m.record
+            for rank, m in enumerate(near[:wanted])
+            if rank < SURE_MEMORIES or m.similarity >= config.more_similarity
+        ]
 
     def show_again(self, prompt: str, before: Message | None) -> None:
         """After a flush inside a turn: memories for the event that were left out as in
@@ -77,9 +86,11 @@ class ShownMemories:
         shown = self.retrieve(prompt, touch=False)
         context = self.context
         room = context.config.flush_share * context.budget - context.tokens() - 1
-        while shown and context.count(memories_block(shown)) + MESSAGE_OVERHEAD_TOKENS > room:
+        while (
+            shown and context.count(memories_block(shown, prompt)) + MESSAGE_OVERHEAD_TOKENS > room
+        ):
             shown.pop()  # the least relevant first: what fits is shown
         if shown:
-            message: Message = {"role": "system", "content": memories_block(shown)}
+            message: Message = {"role": "system", "content": memories_block(shown, prompt)}
             ids = [record.id for record in shown]
             context.insert(message, before=before, shows=ids)

@@ -12,6 +12,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from assistant.agent.context import MEMORIES_HEAD
 from assistant.agent.core_memory import CoreMemory
+from assistant.agent.focus import focused
 from memory.archival import ArchivalChunk, ArchivalStore
 from memory.graph.search import graph_search
 from memory.graph.store import GraphStore
@@ -161,11 +162,12 @@ UNKNOWN_PATTERN = "^I don't know,? [a-z][^\"]*$"
 COMPOSED_PATTERN = r'^[^"]*[^",:; \t\n\r]$'
 
 
-def memories_block(records: Sequence[MemoryRecord]) -> str:
-    """The memories retrieved for an event, as the prompt shows them ("" for none)."""
+def memories_block(records: Sequence[MemoryRecord], about: str) -> str:
+    """The memories retrieved for an event saying ``about``, as the prompt shows them ("" for
+    none), each cut to what bears on it (focus.py)."""
     if not records:
         return ""
-    lines = [describe_memory(record) for record in records]
+    lines = [f"- ({r.created_at.date().isoformat()}) {focused(r.text, about)}" for r in records]
     # Said to be all the model knows: told only that they were "relevant", the 1.5B model
     # made up what they lacked (a name, a time).
     return f"{MEMORIES_HEAD} (what is not here or in the conversation, you do not know):\n" + (

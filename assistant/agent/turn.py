@@ -21,6 +21,10 @@ def no_stage(stage: str) -> None:
     """Nobody is told of the turn's stages."""
 
 
+# How many of the memories shown need only clear ``least_similarity``.
+SURE_MEMORIES = 2
+
+
 @dataclass(frozen=True)
 class AgentConfig:
     # Steps one event may take (a tool call that asks for a heartbeat chains another).
@@ -41,6 +45,9 @@ class AgentConfig:
     # embeddings): the best of 1,000 unrelated ones (0.06-0.30) were shown with every small-talk
     # message, read by the server at each turn and taken as context by a 0.5B model.
     least_similarity: float = 0.3
+    # Memories past the first ``SURE_MEMORIES`` shown only when this near: in a lived-in folder
+    # the tail of five, each just past the floor, was most of the tokens a turn added.
+    more_similarity: float = 0.4
     temperature: float = 0.3
     # How the reply is written where the endpoint has no native tool calls (settings.py's
     # ReplyDesign, resolved): "plain", "json_action" or "short_json".

@@ -109,6 +109,7 @@ def open_agent(
         max_steps=settings.agent.max_steps,
         retrieved_memories=settings.agent.retrieved_memories,
         least_similarity=settings.agent.least_similarity,
+        more_similarity=settings.agent.more_similarity,
         temperature=settings.agent.temperature,
         reply_design=design,
         reply_checks=tuple(settings.agent.reply_checks),
