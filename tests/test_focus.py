@@ -19,13 +19,13 @@ def test_a_short_memory_is_shown_whole() -> None:
 def test_a_long_one_keeps_the_sentence_the_message_asks_about_and_its_speaker() -> None:
     shown = focused(LONG, "When did Odile finish the boat shed?")
     assert shown.startswith("Odile: ") and "finished the boat shed by the canal" in shown
-    assert "…" in shown and "knee" not in shown
+    assert "knee" not in shown and "…" not in shown
     assert len(shown) <= FOCUS_CHARS + len("Odile: ") + 4
 
 
 def test_with_no_word_in_common_its_first_sentences_are_shown() -> None:
     shown = focused(LONG, "Good morning!")
-    assert shown.startswith("Odile: Oh hi Bastien") and shown.endswith("…")
+    assert shown.startswith("Odile: Oh hi Bastien") and "knee" not in shown
 
 
 def test_one_long_sentence_is_cut_at_a_word() -> None:

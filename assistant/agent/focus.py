@@ -5,8 +5,9 @@ first word, and on two cores each token of it costs about as much as a word of t
 waited for. Long memories (a chat line of a few sentences, greetings and all) were most of
 what a turn added to the prompt in a lived-in data folder. A memory longer than
 ``FOCUS_CHARS`` is cut to its sentences that share the most words with the message, in their
-order, with "…" where some were left out; with no word in common, its first sentences. Its
-speaker ("Maria: ") stays. The memory itself is unchanged in the store and on screen.
+order; with no word in common, its first sentences. Its speaker ("Maria: ") stays. No mark
+shows where sentences were left out: the 0.5B model wrote a "…" shown so into a reply. The
+memory itself is unchanged in the store and on screen.
 """
 
 from __future__ import annotations
@@ -43,15 +44,7 @@ def focused(text: str, about: str, limit: int = FOCUS_CHARS) -> str:
         if len(sentences[index]) <= room or not chosen:
             chosen.append(index)
             room -= len(sentences[index]) + 1
-    kept = sorted(chosen)
-    pieces: list[str] = []
-    for position, index in enumerate(kept):
-        if (position == 0 and index > 0) or (position > 0 and index != kept[position - 1] + 1):
-            pieces.append(ELIDED)
-        pieces.append(_cut(sentences[index], limit - len(head)))
-    if kept[-1] < len(sentences) - 1:
-        pieces.append(ELIDED)
-    return head + " ".join(pieces)
+    return head + " ".join(_cut(sentences[index], limit - len(head)) for index in sorted(chosen))
 
 
 def _cut(sentence: str, limit: int) -> str:
