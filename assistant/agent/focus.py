@@ -14,12 +14,12 @@ from __future__ import annotations
 
 import re
 
+from assistant.agent.checks.text import sentences as sentences_of
 from assistant.agent.told import terms
 
 # How long a memory's text shown with a message may be (characters), about a sentence or two.
 FOCUS_CHARS = 120
 ELIDED = "…"
-_SENTENCE = re.compile(r"[^.!?]+(?:[.!?]+|$)")
 # A line's speaker: a name or two before a colon ("User: ", "Brain OS: ", "Maria: ").
 _SPEAKER = re.compile(r"^(?:[A-Z][\w'-]*)(?: [A-Z][\w'-]*)?: ")
 
@@ -33,7 +33,7 @@ def focused(text: str, about: str, limit: int = FOCUS_CHARS) -> str:
     speaker = _SPEAKER.match(text)
     head = speaker.group(0) if speaker else ""
     body = text[len(head) :]
-    sentences = [s.strip() for s in _SENTENCE.findall(body) if s.strip()]
+    sentences = [s.strip() for s in sentences_of(body) if s.strip()]
     wanted = terms(about)
     shared = [len(terms(sentence) & wanted) for sentence in sentences]
     # The sentences sharing most words first (the earlier of two alike), as many as fit.

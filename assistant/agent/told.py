@@ -104,13 +104,16 @@ def bearing_on(question: str, said: Sequence[str], human: str = "") -> list[str]
 
 # A question that asks for something told: who someone is, what, when, where, which, how.
 _ASKS = re.compile(r"^\s*(?:who|what|when|where|which|how)\b", re.IGNORECASE)
-# Words of a question that only ask, which the words that answer it do not hold.
-_ONLY_ASKING = frozenset(
+# Words that ask for the form of an answer rather than name what it is about: the line that
+# holds the answer seldom says them ("he's eleven").
+FORM_WORDS = frozenset(
     stem(word)
-    for word in (
-        *("far", "much", "many", "old", "long", "often", "big", "tall", "soon", "late"),
-        *("happened", "name", "called", "kind", "sort", "time", "day"),
-    )
+    for word in ("name", "called", "call", "old", "age", "many", "much", "long", "often", "number")
+)
+# Words of a question that only ask, which the words that answer it do not hold.
+_ONLY_ASKING = FORM_WORDS | frozenset(
+    stem(word)
+    for word in ("far", "big", "tall", "soon", "late", "happened", "kind", "sort", "time", "day")
 )
 
 

@@ -20,14 +20,9 @@ import math
 import re
 
 from assistant.agent.checks.text import straight, words_of
-from assistant.agent.told import linked_terms, stem, terms
+from assistant.agent.told import FORM_WORDS, linked_terms, terms
 from memory.people import RELATIONS
 
-# Words that ask for the form of an answer rather than name what it is about.
-_ASKING = frozenset(
-    stem(word)
-    for word in ("name", "called", "call", "old", "age", "many", "much", "long", "often", "number")
-)
 # Someone the question asks about by how they are related to the user (plurals too).
 _RELATION = re.compile(rf"\b(?:{RELATIONS})(?:s|ren|'s)?\b", re.IGNORECASE)
 # Someone it names: a capitalised word past the first.
@@ -42,7 +37,7 @@ class Sources:
     def __init__(self, question: str, told: str, human: str = "") -> None:
         linked = linked_terms(question, human)
         asked = straight(question)
-        self._subject = [words for term, words in linked.items() if term not in _ASKING]
+        self._subject = [words for term, words in linked.items() if term not in FORM_WORDS]
         self._about_someone = bool(_RELATION.search(asked) or _NAMED.search(asked))
         self._need = math.ceil(len(self._subject) / 2)
         lines = f"{straight(told)}\n{straight(human)}"
