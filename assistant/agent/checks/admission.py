@@ -90,7 +90,7 @@ def asked_clause(question: str) -> str | None:
     lowered = [word.lower() for word in words]
     if _SECOND_PERSON & set(lowered):
         return None
-    end = 2 if lowered[0] == "how" and len(words) > 1 and lowered[1] in _HOW else 1
+    end = _asking_words(lowered)
     aux_at = next((at for at in range(end, min(len(words), end + 3)) if lowered[at] in _AUX), None)
     if aux_at is None:  # the question word is its subject ("who lives in ...")
         return _turned(words) if len(words) > 1 and end == 1 else None
@@ -122,10 +122,15 @@ def statement_order(clause: str) -> str | None:
     lowered = [word.lower() for word in words]
     if len(words) < 3 or lowered[0] not in _WH:
         return None
-    end = 2 if lowered[0] == "how" and lowered[1] in _HOW else 1
+    end = _asking_words(lowered)
     if end >= len(words) or lowered[end] not in _AUX:
         return None
     return asked_clause(clause)
+
+
+def _asking_words(lowered: list[str]) -> int:
+    """How many words of a question ask it: "how old" two, "what" one."""
+    return 2 if lowered[0] == "how" and len(lowered) > 1 and lowered[1] in _HOW else 1
 
 
 def _split_contractions(words: list[str]) -> list[str]:
