@@ -12,6 +12,7 @@ import logging
 import queue
 import re
 import threading
+import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
@@ -206,10 +207,12 @@ class ReplySpeech:
             self._content_out = self._content_out or told
         if self.timings is None:
             return
+        # One instant for both: the same block, when nothing opened the reply before it.
+        now = time.monotonic()
         if first:
-            self.timings.mark("first_audio_out")
+            self.timings.mark("first_audio_out", now)
         if content:
-            self.timings.mark("first_content_audio_out")
+            self.timings.mark("first_content_audio_out", now)
         if told and self.on_first_audio is not None:
             self.on_first_audio(self.timings)
 

@@ -36,12 +36,12 @@ class Timings:
     # The first sound of the reply's own words, after any fixed acknowledgement it opened with.
     first_content_audio_out: float | None = None
 
-    def mark(self, stage: str) -> None:
-        """Set ``stage`` to now, unless it already happened."""
+    def mark(self, stage: str, at: float | None = None) -> None:
+        """Set ``stage`` to ``at`` (now if None), unless it already happened."""
         if stage not in STAGES:
             raise ValueError(f"unknown stage {stage!r}; stages: {STAGES}")
         if getattr(self, stage) is None:
-            setattr(self, stage, time.monotonic())
+            setattr(self, stage, time.monotonic() if at is None else at)
 
     def since_end_of_speech_ms(self) -> dict[str, float]:
         """Each stage that happened, in milliseconds after the end of the user's speech."""
