@@ -243,11 +243,11 @@ class AgentSettings(Section):
         "instructions), short_json (the same, short instructions); auto picks the design the "
         "conversation benchmark measured best.",
     )
-    # 0.2 of the 16,384-token window: a compaction at ~3,200 tokens. On CPU the server reads a
-    # turn's new tokens at half the speed with 5,000 tokens before them as with 1,000
+    # 0.1 of the 16,384-token window: a compaction at ~1,600 tokens. On CPU the server reads a
+    # turn's new tokens at half the speed with 2,600 tokens before them as with 250
     # (docs/BENCHMARKS.md), and a compaction costs the next turn only its note.
     compact_share: float = Field(
-        0.2,
+        0.1,
         gt=0,
         lt=1,
         description="Share of the context window at which, after a turn, its oldest half is "
