@@ -352,7 +352,7 @@ def least_new_tokens(settings: Any, folder: Path, count: Any, turns: int) -> lis
                 weights=config.retrieval_weights,
                 touch=False,
             )
-            block = memories_block([m.record for m in found], text)
+            block = memories_block([m.record for m in found], text, stream.now())
             tokens.append(count(block) + count(text) + 2 * MESSAGE_OVERHEAD_TOKENS)
         return tokens
     finally:

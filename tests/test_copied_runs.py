@@ -224,6 +224,9 @@ def test_on_a_re_ask_a_cheer_is_never_all_that_is_left(
         "- (2026-05-01) Tamsin sold honey at the market.",
         # A memory line cut short by its own mark: its date alone gives it away.
         "- (2026-05-01) Tamsin: Hi! Honey sells.",
+        # Today's and yesterday's memories are shown with the day's name.
+        "- (today) Tamsin sold honey at the market.",
+        "- (yesterday) Tamsin: Hi! Honey sells.",
     ],
 )
 def test_the_prompt_s_layout_said_back_after_an_answer_is_left_out(tail: str) -> None:

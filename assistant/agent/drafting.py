@@ -123,7 +123,7 @@ class Drafting:
             self.window.drafting = True
             shown = self.memories.for_draft(text)
             ahead = self.context.messages()
-            block = memories_block(shown, text)
+            block = memories_block(shown, text, self.memories.stores.stream.now())
             if block:
                 ahead.append({"role": "system", "content": block})
             ahead.append({"role": "user", "content": text})

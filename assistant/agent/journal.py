@@ -50,7 +50,8 @@ class Journal:
         """Begin the event in the window (after the memories ``shown`` for it, and ``known``,
         what the user told of themselves that bears on it) and keep it."""
         self._said = []
-        retrieved = "\n".join(part for part in (memories_block(shown, prompt), known) if part)
+        block = memories_block(shown, prompt, self.stores.stream.now())
+        retrieved = "\n".join(part for part in (block, known) if part)
         ids = [record.id for record in shown]
         if from_user(event):
             # The one write the prompt waits for: the words are kept if the process dies.

@@ -86,11 +86,13 @@ class ShownMemories:
         shown = self.retrieve(prompt, touch=False)
         context = self.context
         room = context.config.flush_share * context.budget - context.tokens() - 1
+        now = self.stores.stream.now()
         while (
-            shown and context.count(memories_block(shown, prompt)) + MESSAGE_OVERHEAD_TOKENS > room
+            shown
+            and context.count(memories_block(shown, prompt, now)) + MESSAGE_OVERHEAD_TOKENS > room
         ):
             shown.pop()  # the least relevant first: what fits is shown
         if shown:
-            message: Message = {"role": "system", "content": memories_block(shown, prompt)}
+            message: Message = {"role": "system", "content": memories_block(shown, prompt, now)}
             ids = [record.id for record in shown]
             context.insert(message, before=before, shows=ids)

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from datetime import datetime
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -151,6 +152,15 @@ def describe_memory(record: MemoryRecord) -> str:
     return f"- ({record.created_at.date().isoformat()}) {_snippet(record.text)}"
 
 
+def memory_day(written: datetime, now: datetime) -> str:
+    """The day a memory shown with an event was written, as the prompt says it: "today" and
+    "yesterday" (two or three tokens where a date is twelve, and the model is told no date
+    but these: it could not tell that a dated memory was today's), else its date."""
+    day = written.astimezone().date()  # the user's day, not UTC's
+    days = (now.astimezone().date() - day).days
+    return {0: "today", 1: "yesterday"}.get(days, day.isoformat())
+
+
 # A grounded message whose answer is not known opens so and goes on to say what it does not
 # know (the whole message, as a grammar's pattern: no quote inside).
 UNKNOWN_PATTERN = "^I don't know,? [a-z][^\"]*$"
@@ -162,12 +172,12 @@ UNKNOWN_PATTERN = "^I don't know,? [a-z][^\"]*$"
 COMPOSED_PATTERN = r'^[^"]*[^",:; \t\n\r]$'
 
 
-def memories_block(records: Sequence[MemoryRecord], about: str) -> str:
-    """The memories retrieved for an event saying ``about``, as the prompt shows them ("" for
-    none), each cut to what bears on it (focus.py)."""
+def memories_block(records: Sequence[MemoryRecord], about: str, now: datetime) -> str:
+    """The memories retrieved at ``now`` for an event saying ``about``, as the prompt shows
+    them ("" for none), each cut to what bears on it (focus.py)."""
     if not records:
         return ""
-    lines = [f"- ({r.created_at.date().isoformat()}) {focused(r.text, about)}" for r in records]
+    lines = [f"- ({memory_day(r.created_at, now)}) {focused(r.text, about)}" for r in records]
     # Said to be all the model knows: told only that they were "relevant", the 1.5B model
     # made up what they lacked (a name, a time).
     return f"{MEMORIES_HEAD} (what is not here or in the conversation, you do not know):\n" + (

@@ -60,15 +60,16 @@ REPLY_WORDS = 8
 HOLD_WORDS = 3
 # A line of a system message that lists a thing the model was shown (a memory, with the day
 # it was written, or a heartbeat's numbered item) rather than telling it what to do.
-_ITEM = re.compile(r"^\s*(?:-|\d+\.)\s+(?:\(\d{4}-\d{2}-\d{2}\)\s*)?")
+_ITEM = re.compile(r"^\s*(?:-|\d+\.)\s+(?:\((?:\d{4}-\d{2}-\d{2}|today|yesterday)\)\s*)?")
 # A line that tells of an event with its content after the tag: a task's outcome, a fired
 # reminder's words.
 _CONTENT_TAG = re.compile(r"^\s*\[(?:task|reminder)\b[^\]]*\]\s*")
 # The day a memory line of the prompt was written, as the prompt shows it: no reply writes
 # it so (the 0.5B model went on after an answer with a memory line, date and all), and one
 # being written.
-_DATED = re.compile(r"\(\d{4}-\d{2}-\d{2}\)")
-_DATE_BEGUN = re.compile(r"\(\d[\d-]{0,9}$")
+_DATED = re.compile(r"\((?:\d{4}-\d{2}-\d{2}|today|yesterday)\)")
+_DAY_BEGUN = "|".join(day[:end] for day in ("today", "yesterday") for end in range(1, len(day) + 1))
+_DATE_BEGUN = re.compile(rf"\((?:\d[\d-]{{0,9}}|{_DAY_BEGUN})$")
 # A reply written as an example, in the JSON a step writes: words the model is shown to say
 # ("I don't know, you haven't told me"), not a note about what to do.
 _EXAMPLE_REPLY = re.compile(r'"message": "((?:[^"\\]|\\.)*)"')
