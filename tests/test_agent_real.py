@@ -13,7 +13,8 @@ from assistant.agent.checks.opening import INTERJECTIONS, willing_openings
 from assistant.agent.context import ContextConfig, ContextWindow, is_summary_note
 from assistant.agent.events import UserText
 from assistant.agent.instructions import instructions
-from assistant.agent.step_request import ADMITTING_GRAMMAR, opening_grammar
+from assistant.agent.step_request import ADMITTING_GRAMMAR, RECALLING_GRAMMAR, opening_grammar
+from assistant.agent.told import told_note
 from assistant.agent.tone import Tone
 from assistant.agent.tools import Search, Stores, by_name
 from assistant.agent.turn import AgentConfig
@@ -156,6 +157,21 @@ def test_the_willing_grammar_holds_the_real_model_to_a_whole_opening_word(
         assert rest[:1] in (",", ".", "!") and rest[1:2] == " " and rest[2:3].isalpha(), (
             f"an interjection is said with its mark, and words after it: {reply}"
         )
+
+
+def test_an_answer_held_to_say_what_was_told_says_it(fast_llm: LLMClient) -> None:
+    said, question = "My wife Odette paints, and our son Bram is eleven.", "What's my son's name?"
+    asked: list[Message] = [
+        {"role": "system", "content": instructions(design="plain")},
+        {"role": "user", "content": said},
+        {"role": "assistant", "content": "Lovely, noted."},
+        {"role": "system", "content": told_note(question, [said])},
+        {"role": "user", "content": question},
+    ]
+    reply = "".join(
+        fast_llm.stream(asked, grammar=RECALLING_GRAMMAR, max_tokens=32, temperature=0.0)
+    )
+    assert reply.startswith("You told me that ") and "Bram" in reply, reply
 
 
 def test_an_admission_goes_on_to_say_what_it_does_not_know(fast_llm: LLMClient) -> None:

@@ -9,12 +9,15 @@ import pytest
 from assistant.agent.agent import Agent
 from assistant.agent.checks.check import Verdict
 from assistant.agent.checks.grounding import HOLD_WORDS, GroundCheck, about_what_they_told, invented
+from assistant.agent.checks.text import words_of
 from assistant.agent.context import ContextConfig, ContextWindow
 from assistant.agent.events import UserText
 from assistant.agent.instructions import instructions
+from assistant.agent.step_request import ADMITTING_GRAMMAR, RECALLING_GRAMMAR
 from assistant.agent.tools import UNKNOWN_PATTERN, Stores
 from assistant.agent.turn import AgentConfig
 from tests.agent_helpers import ScriptedStream, say
+from tests.test_plain_replies import plain_agent
 
 KNOWN = (
     "User: My brother Lars lives in Valletta and works as a nurse. Dr. Ruiz on the 4th at 10:30."
@@ -33,6 +36,22 @@ def test_names_and_numbers_not_in_the_prompt_are_inventions() -> None:
     assert invented("Lars lives in Valletta.", words) == [], "the first word is no name"
     assert invented("He sees Dr. Ruiz on the 4th at 10:30.", words) == []
     assert invented("I don't know. You haven't told me.", words) == []
+
+
+@pytest.mark.parametrize(
+    ("told", "answer"),
+    [
+        ("our daughter Ines is seven", "Ines is 7."),
+        ("I ran twenty-one kilometres", "You ran 21 kilometres."),
+        ("It is our ninth anniversary", "It is your 9th anniversary."),
+    ],
+)
+def test_a_number_told_in_words_may_be_answered_in_figures(told: str, answer: str) -> None:
+    assert invented(answer, words_of(told)) == []
+
+
+def test_one_first_and_second_are_plain_words_not_figures() -> None:
+    assert invented("It is at 1.", words_of("one of the first things, wait a second")) == ["1"]
 
 
 def test_the_check_holds_each_sentence_until_it_ends() -> None:
@@ -80,6 +99,29 @@ def test_a_made_up_answer_is_asked_again_to_admit_it(stores: Stores) -> None:
     assert len(llm.calls) == 2
     [shape] = llm.schemas[1]["anyOf"]  # type: ignore[index]
     assert shape["properties"]["message"]["pattern"] == UNKNOWN_PATTERN, "held to admit it"
+
+
+def test_a_made_up_answer_to_what_the_user_told_is_asked_again_to_say_what_they_told(
+    stores: Stores,
+) -> None:
+    told = "My husband Anselm bakes bread, and our son Pavo is nine."
+    llm = ScriptedStream(
+        "Okay, noted.",
+        "Your son's name is Dorotea.",
+        "You told me that your son Pavo is nine.",
+        "Your son's name is Dorotea.",
+        "You told me that your son is called Dorotea.",
+        "I don't know what your son's name is.",
+    )
+    agent = plain_agent(llm, stores)
+    agent.respond(UserText(told))
+    turn = agent.respond(UserText("What's my son's name?"))
+    assert turn.reply == "You told me that your son Pavo is nine."
+    assert llm.grammars[1:] == [None, RECALLING_GRAMMAR]
+    # Made up again after "You told me", it is held to admit it.
+    turn = agent.respond(UserText("What is my son called?"))
+    assert turn.reply == "I don't know what your son's name is."
+    assert llm.grammars[3:] == [None, RECALLING_GRAMMAR, ADMITTING_GRAMMAR]
 
 
 def test_an_admission_that_goes_on_to_make_it_up_ends_before_it(stores: Stores) -> None:

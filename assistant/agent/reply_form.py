@@ -28,6 +28,9 @@ class ReplyForm:
     # A message that says it does not know (asked again after an answer that made up what it
     # was not told).
     admitting: bool = False
+    # A message that says what the user told of it (asked again after an answer that made up
+    # what it was not told, where the user's own words hold the answer).
+    recalling: bool = False
     # The person the message must name (naming.py).
     naming: str | None = None
     # A heartbeat's step: held to a message when there is something to tell the user and

@@ -16,6 +16,8 @@ from assistant.agent.speculation import Request
 from assistant.agent.tone import tone_of
 from assistant.agent.tools import (
     COMPOSED_PATTERN,
+    RECALLED,
+    RECALLING_PATTERN,
     UNKNOWN_PATTERN,
     Tool,
     action_schema,
@@ -77,7 +79,10 @@ class StepRequests:
         self.grounded = action_schema(messages_only, True)
         # A message asked for at once (routing.py): a poem's lines may break.
         self.composing = action_schema(messages_only, opening=COMPOSED_PATTERN)
-        # The answer asked for after one that made up what it was not told (grounding.py).
+        # The answer asked for after one that made up what it was not told (grounding.py):
+        # saying what the user told of it, where their words hold the answer, else admitting
+        # it does not know.
+        self.recalling = action_schema(messages_only, opening=RECALLING_PATTERN)
         self.admitting = action_schema(messages_only, opening=UNKNOWN_PATTERN)
         # A heartbeat's choices when it has nothing to tell: its own tools, a background task
         # among them (an agent with no heartbeat tools is offered every tool).
@@ -137,6 +142,8 @@ class StepRequests:
             schema = action_schema(self.messages_only, opening=form.opening)
         if form.admitting:
             schema = self.admitting
+        elif form.recalling:
+            schema = self.recalling
         elif form.naming is not None and not form.grounded:
             schema = self._naming(form.naming, only, form)
         if native is not None:
@@ -156,6 +163,8 @@ class StepRequests:
         grammar = None
         if form.admitting:
             grammar = ADMITTING_GRAMMAR
+        elif form.recalling:
+            grammar = RECALLING_GRAMMAR
         elif form.willing:
             grammar = opening_grammar(
                 *(
@@ -216,6 +225,9 @@ _COPY_OPENERS = ("You", "Your", "Hello", "Hi", "Thanks")
 # model wrote "I don't know." to question after question, one reply word for word (asked
 # again as a copy, it wrote it again).
 ADMITTING_GRAMMAR = 'root ::= "I don\'t know" ","? " " [a-z] [^\\x00]*\n'
+# What the user told of it, in the words that follow: held to "You told me" alone, the 0.5B
+# model at times said only that it had been told ("You told me his name as ...").
+RECALLING_GRAMMAR = f'root ::= "{RECALLED} " [a-z] [^\\x00]*\n'
 
 
 def _noted(messages: list[Message], note: str) -> list[Message]:

@@ -164,6 +164,9 @@ def memory_day(written: datetime, now: datetime) -> str:
 # A grounded message whose answer is not known opens so and goes on to say what it does not
 # know (the whole message, as a grammar's pattern: no quote inside).
 UNKNOWN_PATTERN = "^I don't know,? [a-z][^\"]*$"
+# An answer that says what the user told of what it asks (checks/grounding.py).
+RECALLED = "You told me that"
+RECALLING_PATTERN = f'^{RECALLED} [a-z][^"]*$'
 # A message asked for at once (a poem, a story: routing.py): its lines may break, and it may not
 # end on a comma or a colon. Held to a plain JSON string, the 1.5B model closed the string
 # where it wanted a line break, so a short poem ended after its first line, on a comma; a raw

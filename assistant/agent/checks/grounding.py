@@ -29,6 +29,7 @@ from assistant.agent.checks.opening import UNKNOWING
 from assistant.agent.checks.provenance import Sources
 from assistant.agent.checks.text import ENDS, LOWER, NAME_WORD, UPPER, normal, straight, words_of
 from assistant.agent.reply_form import ReplyForm
+from assistant.agent.told import answer_told
 
 # A sentence longer than this is checked and said in parts of this many words: a first
 # sentence that runs on (a long list) would otherwise be held for many seconds. A spoken
@@ -130,6 +131,9 @@ class GroundCheck(Check):
         lines a fact not in the ``question`` must come from (provenance.py); ``admitting``:
         the answer was asked for again to say it does not know."""
         self.invented: list[str] = []
+        # Whether the user's own words hold the answer (told.py): how a made-up answer is
+        # asked for again.
+        self.answer_told = False
         self._admitting = admitting
         self._sources = sources
         self._asked = words_of(question)
@@ -150,7 +154,7 @@ class GroundCheck(Check):
         own = None if _ASKS_OWN_NAME.search(straight(seen.heard)) else user_name(seen.human)
         told = seen.facts or seen.prompt  # no split of the prompt: all of it is told
         sources = Sources(seen.heard, told, seen.human) if armed else None
-        return cls(
+        check = cls(
             seen.prompt,
             armed=armed,
             own_name=own,
@@ -158,6 +162,8 @@ class GroundCheck(Check):
             question=seen.heard,
             admitting=form.admitting,
         )
+        check.answer_told = armed and answer_told(seen.heard, seen.said, seen.human)
+        return check
 
     @property
     def verdict(self) -> Verdict:
@@ -166,7 +172,12 @@ class GroundCheck(Check):
         return Verdict.STOP if self.cut else Verdict.REASK
 
     def reasked(self, form: ReplyForm) -> ReplyForm:
-        return replace(form, admitting=True)
+        """Held to say what the user told of it where their words hold the answer (asked to
+        admit it did not know, the 0.5B model said so of a daughter's name the user had given
+        four turns before), else, or when that too made something up, to admit it."""
+        if self.answer_told and not form.recalling:
+            return replace(form, recalling=True)
+        return replace(form, admitting=True, recalling=False)
 
     def reason(self) -> str:
         return f"the answer said what it was not told {self.invented}" if self.invented else ""

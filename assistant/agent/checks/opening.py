@@ -354,7 +354,7 @@ class OpeningGuard(Check):
 
     def reasked(self, form: ReplyForm) -> ReplyForm:
         avoiding = (*form.avoiding, self.copied) if self.copied is not None else form.avoiding
-        return replace(form, willing=True, avoiding=avoiding)
+        return replace(form, willing=True, avoiding=avoiding, recalling=False)
 
     def reason(self) -> str:
         if self.repeated:
