@@ -126,14 +126,14 @@ class GroundCheck(Check):
         sources: Sources | None = None,
         question: str = "",
         admitting: bool = False,
+        answer_told: bool = False,
     ) -> None:
         """``own_name``: the user's name, where the answer is not about it; ``sources``: the
         lines a fact not in the ``question`` must come from (provenance.py); ``admitting``:
-        the answer was asked for again to say it does not know."""
+        the answer was asked for again to say it does not know; ``answer_told``: the user's
+        own words hold the answer (told.py), which a made-up answer is asked again to say."""
         self.invented: list[str] = []
-        # Whether the user's own words hold the answer (told.py): how a made-up answer is
-        # asked for again.
-        self.answer_told = False
+        self._answer_told = answer_told
         self._admitting = admitting
         self._sources = sources
         self._asked = words_of(question)
@@ -154,16 +154,15 @@ class GroundCheck(Check):
         own = None if _ASKS_OWN_NAME.search(straight(seen.heard)) else user_name(seen.human)
         told = seen.facts or seen.prompt  # no split of the prompt: all of it is told
         sources = Sources(seen.heard, told, seen.human) if armed else None
-        check = cls(
+        return cls(
             seen.prompt,
             armed=armed,
             own_name=own,
             sources=sources,
             question=seen.heard,
             admitting=form.admitting,
+            answer_told=armed and answer_told(seen.heard, seen.said, seen.human),
         )
-        check.answer_told = armed and answer_told(seen.heard, seen.said, seen.human)
-        return check
 
     @property
     def verdict(self) -> Verdict:
@@ -175,7 +174,7 @@ class GroundCheck(Check):
         """Held to say what the user told of it where their words hold the answer (asked to
         admit it did not know, the 0.5B model said so of a daughter's name the user had given
         four turns before), else, or when that too made something up, to admit it."""
-        if self.answer_told and not form.recalling:
+        if self._answer_told and not form.recalling:
             return replace(form, recalling=True)
         return replace(form, admitting=True, recalling=False)
 
