@@ -192,6 +192,14 @@ def test_an_answer_owned_as_said_again_may_say_an_earlier_reply_s_words() -> Non
     assert streamed(check, reply)[0] == reply and check.verdict is Verdict.PASS
 
 
+def test_an_owned_answer_that_says_a_note_back_is_not_left_as_its_lead_in_alone() -> None:
+    check = CopiedRun(NOTES, FACTS, EARLIER)
+    reply = "As I said, it rings in four minutes from now."
+    shown, steps = streamed(check, reply)
+    assert check.verdict is Verdict.REASK
+    assert shown == "" and not any(steps), "nothing shown, not 'As I said,' alone"
+
+
 def test_an_earlier_reply_s_words_that_the_user_said_too_are_no_copy() -> None:
     facts = FACTS + "\nI'm painting the shed this weekend with my brother"
     check = CopiedRun(NOTES, facts, ["Have fun painting the shed this weekend with your brother!"])

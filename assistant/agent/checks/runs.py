@@ -43,7 +43,7 @@ from dataclasses import replace
 from typing import Self
 
 from assistant.agent.checks.check import Check, Seen, Verdict
-from assistant.agent.checks.opening import COPY_REASKS, owned
+from assistant.agent.checks.opening import COPY_REASKS, lead_in, owned, without_lead_in
 from assistant.agent.checks.text import CHEER_WORDS, SENTENCE_END, normal, straight
 from assistant.agent.context import ASSISTANT_SPEAKER, CORE_RESTATED, SUMMARY_HEAD, USER_SPEAKER
 from assistant.agent.reply_form import ReplyForm
@@ -314,13 +314,17 @@ class CopiedRun(Check):
         else:
             cut = len(self._held)
         keys = tuple(key for key, _ in words)
+        # An answer owned as said again ("As I said, ..."): its lead-in is no word of the
+        # reply's own, and shown alone it said nothing (a copy cut after it left "As I said,").
+        held = self._held
+        lead = len(_keys(held)) - len(_keys(without_lead_in(held))) if owned(held) else 0
         at = self._copies_at(keys, replies=False)
         start = words[at][1] if at is not None else None
         dated = _DATED.search(self._held)
         if dated is not None and (start is None or dated.start() < start):
             start = dated.start()
         if start is not None:
-            if not self._shown and len(_keys(self._held[:start])) < HOLD_WORDS:
+            if not self._shown and len(_keys(self._held[:start])) < HOLD_WORDS + lead:
                 start = 0
             self.copied = normal(self._held[start:])
             shown, self._held = self._held[:start], ""
@@ -331,8 +335,10 @@ class CopiedRun(Check):
             for index in range(max(0, len(keys) - NOTE_WORDS + 1), len(keys)):
                 if self._may_begin(keys[index:]):
                     # Begun among the reply's first words: those are held with it.
-                    cut = words[index][1] if self._shown or index >= HOLD_WORDS else 0
+                    cut = words[index][1] if self._shown or index >= HOLD_WORDS + lead else 0
                     break
+            if not self._shown and (lead_in(held) is None or len(keys) <= lead):
+                cut = 0  # a lead-in waits for the answer it opens
         shown, self._held = self._held[:cut], self._held[cut:]
         return shown
 
