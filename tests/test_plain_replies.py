@@ -6,6 +6,8 @@ from __future__ import annotations
 
 from typing import Any
 
+import pytest
+
 from assistant.agent.agent import Agent
 from assistant.agent.context import ContextConfig, ContextWindow
 from assistant.agent.events import UserText
@@ -95,6 +97,25 @@ def test_a_leading_bracketed_tag_is_not_said(stores: Stores) -> None:
     llm = ScriptedStream("[reply] That sounds like a lovely walk.")
     turn = plain_agent(llm, stores).respond(UserText("I walked along the canal this morning."))
     assert turn.reply == "That sounds like a lovely walk."
+
+
+@pytest.mark.parametrize(
+    "written",
+    [
+        r'send_message("The market opens at 8, so you\'ll catch the early bus.")',
+        'send_message(message="The market opens at 8, so you\'ll catch the early bus.")',
+    ],
+)
+def test_a_reply_written_as_a_call_of_the_message_tool_says_only_its_message(
+    stores: Stores, written: str
+) -> None:
+    llm = ScriptedStream(written)
+    pieces: list[str] = []
+    turn = plain_agent(llm, stores).respond(
+        UserText("The market opens at 8 tomorrow."), on_text=pieces.append
+    )
+    said = "The market opens at 8, so you'll catch the early bus."
+    assert turn.reply == said == "".join(pieces)
 
 
 def test_a_refusal_is_asked_again_held_by_a_grammar_to_open_willingly(stores: Stores) -> None:

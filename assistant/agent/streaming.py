@@ -33,6 +33,10 @@ _ARGUMENT_START = re.compile(r'"message"\s*:\s*"')
 _START_WITHIN = 1_000
 # A leading "[tag]" longer than this is not a tag but the reply.
 _TAG_CHARS = 40
+# A plain reply written as a call of the message tool, which the 0.5B model wrote at times
+# with no tool offered: send_message("...") or send_message(message="...").
+_CALL_NAME = "send_message("
+_CALL_WRITTEN = re.compile(r'send_message\(\s*(?:message\s*=\s*)?"')
 _HIGH_SURROGATES = ("d8", "d9", "da", "db")
 _ESCAPES = {'"': '"', "\\": "\\", "/": "/", "b": "\b", "f": "\f", "n": "\n", "r": "\r", "t": "\t"}
 
@@ -94,8 +98,10 @@ class ReplyStream:
         # Whether the content is plain text (native only; known at its first visible char).
         self._prose: bool | None = None if self._native else False
         self._prose_text = ""
-        # Plain text held back while it may be a leading "[tag]" (plain only).
+        # Plain text held back while it may be a leading "[tag]" or a written call (plain
+        # only), and the message of a written call.
         self._opening: str | None = "" if plain else None
+        self._written_call: MessageStream | None = None
         self._calls: dict[int, _Call] = {}
         self._message: MessageStream | None = None
         self._shown_from: type | None = None
@@ -152,7 +158,11 @@ class ReplyStream:
         return action if self._native else replace(action, written=raw)
 
     def _feed_content(self, text: str) -> str:
-        if self._opening is not None:
+        if self._written_call is not None:
+            text = self._written_call.feed(text)
+            if not text:
+                return ""
+        elif self._opening is not None:
             text = self._past_tag(text)
             if not text:
                 return ""
@@ -167,8 +177,9 @@ class ReplyStream:
         return self._content.feed(text)
 
     def _past_tag(self, text: str) -> str:
-        """A plain reply's text once past a "[tag]" it opens with: the window's notes are in
-        brackets, and the 0.5B model began replies with one ("[reply] ...")."""
+        """A plain reply's text once past a "[tag]" it opens with (the window's notes are in
+        brackets, and the 0.5B model began replies with one: "[reply] ..."), and the message
+        of a call of the message tool written out as the reply."""
         assert self._opening is not None
         held = (self._opening + text).lstrip()
         if held.startswith("["):
@@ -178,6 +189,18 @@ class ReplyStream:
                 return ""
             if end >= 0:
                 held = held[end + 1 :].lstrip()
+        if len(held) < len(_CALL_NAME) and _CALL_NAME.startswith(held):
+            self._opening = held  # it may yet be a call written out
+            return ""
+        if held.startswith(_CALL_NAME):
+            if _CALL_WRITTEN.match(held) is None and len(held) < _TAG_CHARS:
+                self._opening = held
+                return ""
+            if _CALL_WRITTEN.match(held) is not None:
+                # Its message is the reply, said without the call around it.
+                self._opening = None
+                self._written_call = MessageStream(_CALL_WRITTEN)
+                return self._written_call.feed(held)
         self._opening = None
         return held
 
