@@ -87,51 +87,9 @@ def turned_back(word: str, previous: str | None) -> str | None:
 
 
 _ANY_WORD = re.compile(r"[\w'\u2019-]+")
-# Numbers as words, which an answer says in figures: told a child was "seven", the 0.5B model
-# answered "7", and the figure read as made up. "One", "first" and "second" are left out:
-# they are in nearly every prompt as plain words, and would let any "1" or "2" pass as told.
-# fmt: off
-_SMALL = (
-    "zero", "one", "two", "three", "four", "five", "six", "seven", "eight", "nine", "ten",
-    "eleven", "twelve", "thirteen", "fourteen", "fifteen", "sixteen", "seventeen", "eighteen",
-    "nineteen",
-)
-_TENS = ("", "", "twenty", "thirty", "forty", "fifty", "sixty", "seventy", "eighty", "ninety")
-_IRREGULAR_ORDINALS = {
-    "first": "one", "second": "two", "third": "three", "fifth": "five", "eighth": "eight",
-    "ninth": "nine", "twelfth": "twelve",
-}
-_PLAIN = frozenset(("zero", "one", "first", "second"))
-# fmt: on
-
-
-def _cardinal(word: str) -> int | None:
-    word = _IRREGULAR_ORDINALS.get(word, word)
-    if word.endswith("ieth"):
-        word = word[:-4] + "y"
-    elif word.endswith("th") and word[:-2] in _SMALL:
-        word = word[:-2]
-    if word in _SMALL:
-        return _SMALL.index(word)
-    return 10 * _TENS.index(word) if word in _TENS[2:] else None
-
-
-def number_in(word: str) -> int | None:
-    """The number a word says ("seven", "twenty-one", "ninth"), if it says one."""
-    if word in _PLAIN:
-        return None
-    tens, _, unit = word.partition("-")
-    if not unit:
-        return _cardinal(word)
-    ten, one = _cardinal(tens), _cardinal(unit)
-    if ten is None or one is None or ten < 20 or ten % 10 or not 0 < one < 10:
-        return None
-    return ten + one
 
 
 def words_of(text: str) -> set[str]:
-    """The words of ``text``, lower case, each also without a possessive ("ana's", "ana"), and
-    a number said in words also in figures ("seven", "7")."""
+    """The words of ``text``, lower case, each also without a possessive ("ana's", "ana")."""
     found = {word.lower() for word in _ANY_WORD.findall(text)}
-    numbers = {str(n) for word in found if (n := number_in(word)) is not None}
-    return found | numbers | {re.split("['\u2019]", word)[0] for word in found}
+    return found | {re.split("['\u2019]", word)[0] for word in found}
