@@ -243,16 +243,19 @@ class AgentSettings(Section):
         "instructions), short_json (the same, short instructions); auto picks the design the "
         "conversation benchmark measured best.",
     )
-    # 0.1 of the 16,384-token window: a compaction at ~1,600 tokens. On CPU the server reads a
-    # turn's new tokens at half the speed with 2,600 tokens before them as with 250
-    # (docs/BENCHMARKS.md), and a compaction costs the next turn only its note.
-    compact_share: float = Field(
-        0.1,
+    # Unset: 0.1 of the 16,384-token window in the plain design (a compaction at ~1,600
+    # tokens), 0.2 in the JSON designs, whose instructions alone are ~1,100 tokens (at 0.1 every
+    # turn was summarised). On CPU the server reads a turn's new tokens at half the speed with
+    # 2,600 tokens before them as with 250 (docs/BENCHMARKS.md), and a compaction costs the
+    # next turn only its note.
+    compact_share: float | None = Field(
+        None,
         gt=0,
         lt=1,
         description="Share of the context window at which, after a turn, its oldest half is "
-        "summarised in the background. Kept small: the longer the prompt, the slower the local "
-        "server reads each turn's new tokens.",
+        "summarised in the background (unset: 0.1 in the plain reply design, 0.2 in the JSON "
+        "ones). Kept small: the longer the prompt, the slower the local server reads each "
+        "turn's new tokens.",
     )
     retrieved_memories: int = Field(
         5, ge=0, le=50, description="Memories retrieved into the prompt for each event."

@@ -39,6 +39,8 @@ RESUMED_MESSAGES = 12
 CONTEXT_FILE = "context.json"
 # The design the conversation benchmark measured best for each profile's model (docs/REPLIES.md).
 DEFAULT_REPLY_DESIGN = {"fast": "plain", "quality": "plain"}
+# The share of the window at which it is summarised, by reply design (settings.py says why).
+DEFAULT_COMPACT_SHARE = {"plain": 0.1, "json_action": 0.2, "short_json": 0.2}
 
 
 def open_stores(
@@ -96,7 +98,7 @@ def open_agent(
         ContextConfig(
             window_tokens=settings.llm.context_window,
             warning_share=settings.agent.memory_pressure,
-            compact_share=settings.agent.compact_share,
+            compact_share=settings.agent.compact_share or DEFAULT_COMPACT_SHARE[design],
         ),
         count=counter_of(llm),
     )
