@@ -154,6 +154,34 @@ async def test_edit_delete_and_undo_on_screen_reach_the_agents_next_turn(
             await pilot.press("ctrl+q")
 
 
+async def test_a_page_asked_for_before_the_cursor_moved_leaves_it_where_the_user_put_it(
+    loaded_for: Callable[..., LoadedConfig],
+    start_service: Callable[..., InProcess],
+    embedder: OnnxSentenceEmbedder,
+) -> None:
+    """A page is asked for again whenever the screen is shown or the memories change; the
+    user's cursor moves while it is on its way. The page that arrives keeps the cursor on the
+    row it is on then, not on the row it was on when the page was asked for."""
+    with scripted_endpoint("stream", action("Noted.")) as (url, _):
+        loaded = loaded_for(**{"llm.base_url": url})
+        seed(loaded, embedder)
+        start_service(loaded)
+        app = BrainApp(loaded)
+        async with app.run_test(size=SIZE) as pilot:
+            screen = await open_memory(app, pilot)
+            table = screen.query_one(MemoryTable)
+            await wait_for(lambda: not screen.is_loading, 10)
+            assert table.current is not None
+            before = screen.loads
+            screen.load(stay=True)
+            chosen = next(m for m in table.memories.values() if m.id != table.current.id)
+            table.move_cursor(row=table.get_row_index(chosen.id))
+            await wait_for(lambda: screen.loads > before, 10)
+            await pilot.pause()
+            assert table.current is not None and table.current.id == chosen.id
+            await pilot.press("ctrl+q")
+
+
 async def test_the_memory_pane_is_built_ahead_and_restyled_only_when_its_look_changed(
     loaded_for: Callable[..., LoadedConfig],
     start_service: Callable[..., InProcess],

@@ -123,6 +123,7 @@ def test_reflection_with_its_evidence_tree(app: BrainApp, snap_compare: Compare)
         detail = pilot.app.screen
         assert isinstance(detail, MemoryDetailScreen)
         await wait_for(lambda: detail.row is not None, 30)
+        assert detail.row is not None and detail.row.text == INSIGHT
 
     assert snap_compare(app, terminal_size=SIZE, run_before=steadily(ready))
 

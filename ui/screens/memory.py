@@ -113,7 +113,7 @@ class MemoryScreen(Screen[None]):
         # table's rendered rows away: half the time of reopening this screen. Its styles can
         # only have changed if the theme or the app's focus did while it was hidden.
         event.refresh_styles = self._styled_in != self._look()
-        self.load(self._current_id())
+        self.load(stay=True)
 
     def on_screen_suspend(self) -> None:
         self._styled_in = self._look()
@@ -129,7 +129,9 @@ class MemoryScreen(Screen[None]):
         return any(w.group == "memory-page" and not w.is_finished for w in self.workers)
 
     @work(exclusive=True, group="memory-page")
-    async def load(self, keep: str | None = None) -> None:
+    async def load(self, stay: bool = False) -> None:
+        """Ask for the current page; with ``stay`` the cursor stays on the memory it is on when
+        the page arrives (the user may have moved it while the page was asked for)."""
         started = datetime.now(UTC)
         clock = time.perf_counter()
         filters = self.query_one(MemoryFilters)
@@ -156,10 +158,10 @@ class MemoryScreen(Screen[None]):
             return
         if not page.rows and page.total and self.page > 1:
             self.page = -(-page.total // PAGE_SIZE)  # the list shrank under this page
-            self.load(keep)
+            self.load(stay)
             return
         self.total = page.total
-        self.query_one(MemoryTable).show(page.rows, keep)
+        self.query_one(MemoryTable).show(page.rows, self._current_id() if stay else None)
         self.loads += 1
         self.last_load_ms = (time.perf_counter() - clock) * 1000
         self.service_ms = page.took_ms
@@ -213,11 +215,11 @@ class MemoryScreen(Screen[None]):
         label.set_classes(state)
 
     def _changed_elsewhere(self, change: MemoryChangedByUser) -> None:
-        self.load(self._current_id())
+        self.load(stay=True)
 
     def _stats_changed(self, stats: MemoryStats) -> None:
         if self.is_current:  # shown again later, it reads its page then
-            self.load(self._current_id())
+            self.load(stay=True)
 
     def _current_id(self) -> str | None:
         row = self.query_one(MemoryTable).current

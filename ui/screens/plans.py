@@ -195,7 +195,7 @@ class PlansScreen(MemoryScreen):
             return
         self.notify(done.text[:1].upper() + done.text[1:])
         self.load_old_plans()
-        self.load(self._current_id())
+        self.load(stay=True)
 
     # The day plan
 
@@ -219,4 +219,4 @@ class PlansScreen(MemoryScreen):
             self.notify(f"No new plan: {error}", severity="error")
             return
         self.notify(done.text[:1].upper() + done.text[1:])
-        self.load(self._current_id())
+        self.load(stay=True)
