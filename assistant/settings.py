@@ -31,6 +31,7 @@ ReplyDesign = Literal["auto", "plain", "json_action", "short_json"]
 # The checks a reply passes through (assistant/agent/checks/pipeline.py keeps their order).
 ReplyCheck = Literal[
     "grounding",
+    "evasion",
     "asides",
     "opening",
     "restated",

@@ -86,6 +86,7 @@ def test_a_re_ask_found_while_flushing_ends_the_flush_there(asking: int) -> None
 def test_the_order_is_declared_once_and_the_settings_name_the_same_checks() -> None:
     assert NAMES == (
         "grounding",
+        "evasion",
         "asides",
         "opening",
         "restated",

@@ -4,7 +4,17 @@
 from __future__ import annotations
 
 from assistant.agent.events import UserText
-from assistant.agent.told import TOLD_HEAD, answer_told, bearing_on, stem, told_note
+from assistant.agent.told import (
+    SELF_STATEMENTS,
+    TOLD_HEAD,
+    answer_told,
+    answering_words,
+    asks_for_told,
+    bearing_on,
+    stem,
+    told_answer,
+    told_note,
+)
 from assistant.agent.tools import Stores
 from tests.agent_helpers import ScriptedStream, say
 from tests.test_agent import make_agent
@@ -59,6 +69,42 @@ def test_an_answer_is_told_when_the_user_said_every_word_asked_about() -> None:
     assert not answer_told("Who is Marguerite?", SAID, HUMAN)
     assert not answer_told("What did Tobiah bake today?", SAID, HUMAN)  # nothing baked said
     assert not answer_told("Tobiah is where?", SAID, HUMAN)  # not a question word first
+
+
+def test_a_request_to_be_reminded_asks_like_a_question() -> None:
+    for asked in (
+        "Remind me what I told you about my cousin.",
+        "Tell me again what my cousin does.",
+        "Can you remind me who Tobiah is?",
+        "Do you remember where I work?",
+        "Please tell me about my cousin.",
+    ):
+        assert asks_for_told(asked), asked
+        assert answer_told(asked, SAID, HUMAN), asked
+    for other in ("Tell me a joke about my cousin.", "Remind me to call my cousin at six."):
+        assert not asks_for_told(other), other
+
+
+def test_the_words_that_answer_are_what_was_told_beyond_the_question() -> None:
+    question = "What does my cousin do these days?"
+    told = told_answer(question, SAID, HUMAN)  # a relation holds by its person's name too
+    assert told == [SAID[1], SAID[3], "Cousin: Tobiah"]
+    answering = answering_words(question, told)
+    assert {"tobiah", "baker", "delft"} <= answering
+    assert not {"cousin", "day"} & answering  # the question's own words answer nothing
+    # Words that only ask ("what is wrong with") are no part of the answer either.
+    said = ["The mechanic says the van has a cracked gasket."]
+    wrong = "What did the mechanic say is wrong with my van?"
+    assert answering_words(wrong, told_answer(wrong, said)) == {"crack", "gasket"}
+
+
+def test_a_question_about_the_user_as_a_whole_is_answered_by_all_they_said_of_themself() -> None:
+    said = [f"I keep {n} beehives." for n in range(8)] + ["The weather is grim.", "My van is red."]
+    told = told_answer("What do you know about me so far?", said, HUMAN)
+    assert told[:SELF_STATEMENTS] == [*said[4:8], "My van is red."]
+    assert "Work: glazier" in told and "The weather is grim." not in told
+    assert told_note("What do you know about me?", said, HUMAN).endswith("- My van is red.")
+    assert not answer_told("What do you know about me?", [], "Name: Dora")
 
 
 def test_only_the_best_few_are_quoted_oldest_first() -> None:

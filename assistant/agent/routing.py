@@ -11,6 +11,7 @@ import re
 from collections.abc import Collection
 
 from assistant.agent.checks.text import NAME_WORD, straight
+from assistant.agent.told import asks_for_told
 
 # "Remind me to ...", "Don't let me forget ...", "Set a reminder ...": a reminder; "remind me
 # what she said" or "remind me who that was" asks the memory instead.
@@ -96,6 +97,8 @@ def is_question(message: str) -> bool:
 def asks_about_their_life(message: str) -> bool:
     """A question about the user or someone they know ("When does Ysolde's lease run out?"),
     whose answer must come from what they said (a grounded reply, assistant/agent/tools.py);
-    not one of general knowledge or small talk ("How many grams are in a pound?")."""
+    not one of general knowledge or small talk ("How many grams are in a pound?"); asked as a
+    question or as a request to be reminded of it."""
     said = straight(message.strip())
-    return is_question(said) and bool(_FIRST_PERSON.search(said) or _NAME.search(said))
+    asks = is_question(said) or asks_for_told(said)
+    return asks and bool(_FIRST_PERSON.search(said) or _NAME.search(said))

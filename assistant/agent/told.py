@@ -13,7 +13,7 @@ brother" is), the latest last, marked so.
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 
 from assistant.agent.checks.text import straight
 
@@ -86,15 +86,24 @@ def linked_terms(question: str, human: str = "") -> dict[str, set[str]]:
     return {term: {term, *linked.get(term, ())} for term in terms(question)}
 
 
+def _statements(said: Sequence[str]) -> Iterator[str]:
+    """The sentences of the user's messages ``said`` that state something (no question, no
+    bracketed note), oldest first."""
+    for message in said:
+        for statement in _SENTENCE.split(straight(message).strip()):
+            if statement and not statement.endswith("?") and not statement.startswith("["):
+                yield statement
+
+
 def bearing_on(question: str, said: Sequence[str], human: str = "") -> list[str]:
     """Of the sentences of the user's earlier messages ``said`` (oldest first), those that
-    share a word with ``question`` (up to ``STATEMENTS``; no question), oldest first."""
+    share a word with ``question`` (up to ``STATEMENTS``; no question), oldest first; for a
+    question about the user as a whole, their latest sentences about themself."""
+    if about_themself(question):
+        return [s for s in _statements(said) if _OWN_WORDS.search(s)][-SELF_STATEMENTS:]
     wanted = {word for words in linked_terms(question, human).values() for word in words}
     scored = []
-    statements = (s for message in said for s in _SENTENCE.split(straight(message).strip()))
-    for order, statement in enumerate(statements):
-        if not statement or statement.endswith("?") or statement.startswith("["):
-            continue
+    for order, statement in enumerate(_statements(said)):
         shared = len(wanted & terms(statement))
         if shared:
             scored.append((shared, order, statement))
@@ -102,38 +111,92 @@ def bearing_on(question: str, said: Sequence[str], human: str = "") -> list[str]
     return [statement for _, _, statement in sorted(best, key=lambda item: item[1])]
 
 
-# A question that asks for something told: who someone is, what, when, where, which, how.
-_ASKS = re.compile(r"^\s*(?:who|what|when|where|which|how)\b", re.IGNORECASE)
+# A question that asks for something told: who someone is, what, when, where, which, how;
+# asked as such, or as a request to be reminded of it or told it again.
+_ASKS = re.compile(
+    r"^\s*(?:(?:please\s+)?(?:can|could|would|will) you\s+)?"
+    r"(?:(?:(?:do|did) you (?:remember|recall|know)\s+)?(?:who|what|when|where|which|how)\b"
+    r"|(?:please\s+)?(?:remind|tell) me(?:\s+again)?,?\s+"
+    r"(?:who|what|when|where|which|how|about|of)\b)",
+    re.IGNORECASE,
+)
+# A question about the user as a whole, and the words of a sentence they said about themself.
+_ABOUT_THEMSELF = re.compile(r"\babout (?:me|myself)\b", re.IGNORECASE)
+_OWN_WORDS = re.compile(r"\b(?:i|i'm|i've|i'd|i'll|me|my|mine)\b", re.IGNORECASE)
+# How many of their latest sentences about themself such a question is shown at most.
+SELF_STATEMENTS = 5
+
+
+def asks_for_told(text: str) -> bool:
+    """Whether ``text`` asks for something that may have been told: a question ("Where does
+    she work?") or a request to be reminded of it ("Tell me again what he said.")."""
+    return bool(_ASKS.match(straight(text)))
+
+
+def about_themself(question: str) -> bool:
+    """Whether ``question`` asks about the user as a whole ("What do you know about me?")."""
+    return asks_for_told(question) and bool(_ABOUT_THEMSELF.search(straight(question)))
+
+
 # Words that ask for the form of an answer rather than name what it is about: the line that
 # holds the answer seldom says them ("he's eleven").
 FORM_WORDS = frozenset(
     stem(word)
     for word in ("name", "called", "call", "old", "age", "many", "much", "long", "often", "number")
 )
-# Words of a question that only ask, which the words that answer it do not hold.
+# Words of a question that only ask, which the words that answer it do not hold ("what is
+# wrong with", "remind me what").
+# fmt: off
 _ONLY_ASKING = FORM_WORDS | frozenset(
     stem(word)
-    for word in ("far", "big", "tall", "soon", "late", "happened", "kind", "sort", "time", "day")
+    for word in (
+        "far", "big", "tall", "soon", "late", "happened", "kind", "sort", "time", "day", "wrong",
+        "matter", "remind", "recall",
+    )
 )
+# fmt: on
 
 
-def answer_told(question: str, said: Sequence[str], human: str = "") -> bool:
-    """Whether ``question`` asks about something the user told of: a sentence of theirs
-    (``said``) or a line of the human block holds every word it asks about, beyond the words
-    that only ask ("how far", "what happened", "name"). The 0.5B model said it did not know who
-    someone was, how far the user ran or when their thesis was due, with the user's words
-    about it just above."""
-    if not _ASKS.match(straight(question)):
-        return False
-    wanted = terms(question) - _ONLY_ASKING
-    if not wanted:
-        return False
+def told_answer(question: str, said: Sequence[str], human: str = "") -> list[str]:
+    """What the user told that answers ``question``: the sentences of theirs (``said``) and the
+    lines of the human block that hold every word it asks about (a relation or its person's
+    name), beyond the words that only ask ("how far", "what happened", "name"); for a
+    question about them as a whole, their latest sentences about themself and the human
+    block's lines. The 0.5B model said it did
+    not know who someone was, how far the user ran or when their thesis was due, with the
+    user's words about it just above."""
+    if not asks_for_told(question):
+        return []
     lines = [
         line
         for line in human.splitlines()
         if line.partition(":")[2].strip() and line.partition(":")[0].strip().lower() != _OWN_NAME
     ]
-    return any(wanted <= terms(line) for line in (*bearing_on(question, said), *lines))
+    if about_themself(question):
+        return [*bearing_on(question, said), *lines]
+    wanted = [
+        names for term, names in linked_terms(question, human).items() if term not in _ONLY_ASKING
+    ]
+    if not wanted:
+        return []
+    found = (*bearing_on(question, said, human), *lines)
+    return [line for line in found if all(names & terms(line) for names in wanted)]
+
+
+def answer_told(question: str, said: Sequence[str], human: str = "") -> bool:
+    """Whether ``question`` asks about something the user told of (``told_answer``)."""
+    return bool(told_answer(question, said, human))
+
+
+# Stop words with an ending ("says", "knows"), which ``terms`` keeps, stemmed.
+_STOP_STEMS = frozenset(stem(word) for word in STOP_WORDS)
+
+
+def answering_words(question: str, told: Sequence[str]) -> set[str]:
+    """The words of what was ``told`` that a reply answering ``question`` says: those the
+    question does not already hold, nor only asks with."""
+    found = {word for line in told for word in terms(line)}
+    return found - terms(question) - _ONLY_ASKING - _STOP_STEMS
 
 
 # How the note opens: a list like the memories', not a sentence a reply could open with.

@@ -230,14 +230,18 @@ class OpeningGuard(Check):
         times: int = 1,
         echo: tuple[str, ...] = (),
         refusals: bool = True,
+        recall: bool = False,
     ) -> None:
         """``unwanted``: openings held back like a refusal's for this reply (a refusal's too
         unless not ``refusals``); ``copies``:
         those of earlier replies, and ``echo`` the user's words; ``again``: those it may say
         again, owned as said before, the ``times``-th time (all lower-case). An earlier reply
         is compared whatever person the model writes it in: the person check turns "My
-        brother ..." to "Your brother ..." after this one, so the same answer comes both ways."""
+        brother ..." to "Your brother ..." after this one, so the same answer comes both ways.
+        ``recall``: the user's words hold the answer (told.py), so a reply that refused or said
+        it did not know is asked again to say what they told."""
         self.refused = False
+        self._recall = recall
         # Whether the reply said an earlier answer again, and was shown as such.
         self.repeated = False
         self._again = tuple(
@@ -278,12 +282,14 @@ class OpeningGuard(Check):
             unwanted = unwanted_openings(form.tone) + THIRD_PERSON if seen.heard.strip() else ()
             if seen.heard.strip() and not _ASKS_FOR_FUN.search(seen.heard):
                 unwanted += UNASKED_JOKES
-            known = answer_told(seen.heard, seen.said, seen.human) or diet_known(
-                seen.heard, seen.human
-            )
-            if form.grounded and not form.admitting and known:
+            recall = form.grounded and answer_told(seen.heard, seen.said, seen.human)
+            if (
+                form.grounded
+                and not form.admitting
+                and (recall or diet_known(seen.heard, seen.human))
+            ):
                 unwanted += UNKNOWING
-            return cls(True, unwanted, copies, again, times, echo)
+            return cls(True, unwanted, copies, again, times, echo, recall=recall)
         # Armed after a refusal too (a re-ask after one wrote an earlier reply again, a
         # reminder's confirmation nobody asked for), but for copies alone: a second refusal
         # stands.
@@ -353,6 +359,10 @@ class OpeningGuard(Check):
         return Verdict.TRIM if self.repeated else Verdict.PASS
 
     def reasked(self, form: ReplyForm) -> ReplyForm:
+        if self._recall and (self.copied is None or self.copied in UNKNOWING):
+            # Asked again to open willingly instead, the 0.5B model often answered around
+            # what it was told, which evasion.py then asks for a third time.
+            return replace(form, recalling=True)
         avoiding = (*form.avoiding, self.copied) if self.copied is not None else form.avoiding
         return replace(form, willing=True, avoiding=avoiding, recalling=False)
 

@@ -2,7 +2,8 @@
 
 Each piece of the reply goes through every check in ``ORDER``, each seeing what the ones
 before it let through: the grounding check first (an invented fact is cut before anything else
-looks at it; it asks again for a template's "[blank]"), then the bracketed asides left out,
+looks at it; it asks again for a template's "[blank]"), then an answer to what the user told
+that says none of it, then the bracketed asides left out,
 the opening guard, the question said back as its answer, a run of words copied from a note of
 the prompt or an earlier reply, the diet, the loop stop, and last the two turns of person (the
 only ones that change words, so the others compare what the model wrote): an answer about the
@@ -25,6 +26,7 @@ from assistant.agent.checks.asides import AsideDrop
 from assistant.agent.checks.check import Check, Seen, Verdict
 from assistant.agent.checks.diet import DietCheck
 from assistant.agent.checks.echo import EchoTurn
+from assistant.agent.checks.evasion import EvasiveAnswer
 from assistant.agent.checks.grounding import GroundCheck
 from assistant.agent.checks.loops import LoopStop
 from assistant.agent.checks.opening import OpeningGuard
@@ -37,6 +39,7 @@ log = logging.getLogger(__name__)
 
 ORDER: tuple[type[Check], ...] = (
     GroundCheck,
+    EvasiveAnswer,
     AsideDrop,
     OpeningGuard,
     RestatedQuestion,
