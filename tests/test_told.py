@@ -123,3 +123,19 @@ def test_the_agent_puts_the_note_before_a_question_about_the_user(stores: Stores
     note = next(content for content in prompt if TOLD_HEAD in content)
     assert prompt.index(note) == len(prompt) - 2, "right before the question"
     assert "Delft" in note
+
+
+def test_a_question_about_what_was_told_naming_no_one_is_answered_from_it(stores: Stores) -> None:
+    """No "my", no name: the user's own sentence holding every word asked about makes it a
+    question about their life all the same, quoted before it and checked as one."""
+    llm = ScriptedStream(
+        say("Noted."), say("The kiln opens at 8:30 PM."), say("You told me that it is Thursday.")
+    )
+    agent = make_agent(llm, stores)
+    agent.respond(UserText("The pottery class moved to Thursday at seven."))
+    turn = agent.respond(UserText("When is the pottery class?"))
+    prompt = [m["content"] for m in llm.calls[1]]
+    assert any(TOLD_HEAD in content and "Thursday" in content for content in prompt)
+    # The made-up hour was never shown: asked again, held to say what was told.
+    assert turn.reply == "You told me that it is Thursday."
+    assert len(llm.calls) == 3

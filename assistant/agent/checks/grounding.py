@@ -148,9 +148,10 @@ class GroundCheck(Check):
 
     @classmethod
     def for_step(cls, form: ReplyForm, seen: Seen) -> Self:
-        """Armed for an answer about what the user told, not yet held to admit it does not
-        know."""
-        armed = form.grounded and about_what_they_told(seen.heard, seen.prompt)
+        """Armed for an answer about what the user told (the question names them or someone
+        known, or their words hold its answer), not yet held to admit it does not know."""
+        recall = form.grounded and answer_told(seen.heard, seen.said, seen.human)
+        armed = recall or (form.grounded and about_what_they_told(seen.heard, seen.prompt))
         own = None if _ASKS_OWN_NAME.search(straight(seen.heard)) else user_name(seen.human)
         told = seen.facts or seen.prompt  # no split of the prompt: all of it is told
         sources = Sources(seen.heard, told, seen.human) if armed else None
@@ -161,7 +162,7 @@ class GroundCheck(Check):
             sources=sources,
             question=seen.heard,
             admitting=form.admitting,
-            answer_told=armed and answer_told(seen.heard, seen.said, seen.human),
+            answer_told=recall,
         )
 
     @property
