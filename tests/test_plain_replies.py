@@ -93,6 +93,15 @@ def test_work_asked_for_in_the_background_starts_a_task(stores: Stores) -> None:
     assert turn.reply.endswith(DELEGATED)
 
 
+@pytest.mark.parametrize("reply", ["{bracing}", "`ok`"])
+def test_a_short_reply_that_only_opened_like_an_action_is_said(stores: Stores, reply: str) -> None:
+    pieces: list[str] = []
+    turn = plain_agent(ScriptedStream(reply), stores).respond(
+        UserText("Say something odd."), on_text=pieces.append
+    )
+    assert turn.reply == reply == "".join(pieces)
+
+
 def test_a_leading_bracketed_tag_is_not_said(stores: Stores) -> None:
     llm = ScriptedStream("[reply] That sounds like a lovely walk.")
     turn = plain_agent(llm, stores).respond(UserText("I walked along the canal this morning."))
@@ -104,6 +113,10 @@ def test_a_leading_bracketed_tag_is_not_said(stores: Stores) -> None:
     [
         r'send_message("The market opens at 8, so you\'ll catch the early bus.")',
         'send_message(message="The market opens at 8, so you\'ll catch the early bus.")',
+        '```json\n{\n  "action": "send_message",\n  "content": "The market opens at 8, so '
+        "you'll catch the early bus.\"\n}\n```",
+        '{"name": "send_message", "arguments": {"text": "The market opens at 8, so you\'ll '
+        'catch the early bus."}}',
     ],
 )
 def test_a_reply_written_as_a_call_of_the_message_tool_says_only_its_message(

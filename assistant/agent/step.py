@@ -99,6 +99,8 @@ class StepTaker:
                 if cancel.is_set():
                     self.dispatcher.interrupted("".join(shown), turn)
                     return None
+                if not checks.halted:
+                    show(checks.feed(streamed.flush()))
                 show(checks.flush())
                 checks.log()
                 altered |= checks.altered

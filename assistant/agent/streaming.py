@@ -37,6 +37,14 @@ _TAG_CHARS = 40
 # with no tool offered: send_message("...") or send_message(message="...").
 _CALL_NAME = "send_message("
 _CALL_WRITTEN = re.compile(r'send_message\(\s*(?:message\s*=\s*)?"')
+# Or as a JSON action of a form of its own, fenced or not ({"action": "send_message",
+# "content": "..."}): once one was in the window, the 0.5B model wrote every later reply so.
+_JSON_WRITTEN = re.compile(
+    r'^(?:```(?:json)?\s*)?\{\s*"\w+"\s*:\s*"send_message"\s*,.*?"(?:content|message|text)"\s*:\s*"',
+    re.DOTALL,
+)
+# How much of a plain reply that opens like a JSON object is held while it may be one.
+_JSON_WITHIN = 120
 _HIGH_SURROGATES = ("d8", "d9", "da", "db")
 _ESCAPES = {'"': '"', "\\": "\\", "/": "/", "b": "\b", "f": "\f", "n": "\n", "r": "\r", "t": "\t"}
 
@@ -120,6 +128,17 @@ class ReplyStream:
         self.text += piece
         return piece
 
+    def flush(self) -> str:
+        """What a plain reply still holds at its end, its text: an opening that only looked
+        like a "[tag]" or a call written out."""
+        held, self._opening = self._opening or "", None
+        if not held:
+            return ""
+        self._prose = True
+        self._prose_text += held
+        self.text += held
+        return held
+
     @property
     def tool_named(self) -> str | None:
         """The tool the reply calls, as soon as its name is written whole (None for a
@@ -189,6 +208,14 @@ class ReplyStream:
                 return ""
             if end >= 0:
                 held = held[end + 1 :].lstrip()
+        if held.startswith(("{", "`")):
+            if _JSON_WRITTEN.match(held) is not None:
+                self._opening = None
+                self._written_call = MessageStream(_JSON_WRITTEN)
+                return self._written_call.feed(held)
+            if len(held) < _JSON_WITHIN:
+                self._opening = held  # it may yet be an action written out
+                return ""
         if len(held) < len(_CALL_NAME) and _CALL_NAME.startswith(held):
             self._opening = held  # it may yet be a call written out
             return ""
