@@ -12,6 +12,7 @@ from assistant.agent.agent import Agent
 from assistant.agent.context import ContextConfig, ContextWindow
 from assistant.agent.events import UserText
 from assistant.agent.instructions import instructions
+from assistant.agent.step_request import RECALLING_GRAMMAR
 from assistant.agent.tools import TOOLS, Stores, Tool
 from assistant.agent.turn import ACKNOWLEDGED, AgentConfig
 from assistant.tasks.agent_tools import DelegateTask, SetReminder
@@ -140,3 +141,21 @@ def test_a_refusal_is_asked_again_held_by_a_grammar_to_open_willingly(stores: St
     grammar = llm.grammars[1]
     assert grammar is not None and grammar.startswith("root ::= (") and '"Here"' in grammar
     assert llm.calls[1][-1] == {"role": "user", "content": "Tell me a joke about spoons."}
+
+
+def test_a_request_to_recall_what_was_told_opens_saying_it_at_once(stores: Stores) -> None:
+    """Asked freely, the 0.5B model answered such requests around what it was told and was
+    asked again; the first try is held to say it. A question whose answer was never told is
+    asked freely (held so, the model would have to make one up)."""
+    llm = ScriptedStream(
+        "Noted.",
+        "You told me that your aunt Berthe keeps bees in Vichy.",
+        "I don't know where your uncle lives.",
+    )
+    agent = plain_agent(llm, stores)
+    agent.respond(UserText("My aunt Berthe keeps bees in Vichy."))
+    turn = agent.respond(UserText("Remind me what I told you about my aunt."))
+    assert llm.grammars[1] == RECALLING_GRAMMAR
+    assert turn.reply == "You told me that your aunt Berthe keeps bees in Vichy."
+    agent.respond(UserText("Remind me where my uncle lives."))
+    assert llm.grammars[2] is None

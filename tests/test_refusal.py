@@ -10,14 +10,20 @@ from collections.abc import Iterator
 
 import pytest
 
+from assistant.agent import step
 from assistant.agent.agent import Agent
+from assistant.agent.checks.check import Check, Seen, Verdict
 from assistant.agent.checks.loops import LoopStop
 from assistant.agent.checks.opening import OpeningGuard, willing_pattern
+from assistant.agent.checks.pipeline import ReplyChecks
+from assistant.agent.checks.recent import RecentReplies
 from assistant.agent.context import ContextConfig, ContextWindow
 from assistant.agent.events import UserText
 from assistant.agent.instructions import instructions
+from assistant.agent.reply_form import ReplyForm
+from assistant.agent.step import REASKS
 from assistant.agent.tools import Stores
-from assistant.agent.turn import AgentConfig
+from assistant.agent.turn import FALLBACK_MESSAGE, AgentConfig
 from assistant.llm.cancellable import cancellable
 from tests.agent_helpers import ScriptedStream, say
 
@@ -168,3 +174,50 @@ def test_a_message_going_round_is_stopped_and_what_was_said_kept(
     assert shown == turn.reply == "Welcome, Malin. I'm so sorry for Lars.", "each sentence once"
     assert "went round in a loop" in caplog.text, "stopped at the third copy"
     assert len(llm.calls) == 1 and not turn.errors
+
+
+@pytest.mark.parametrize(
+    "reply", ["I'm Wendeline, your assistant for today.", "My name is Wendeline! How can I help?"]
+)
+def test_a_reply_introducing_itself_by_the_user_s_name_is_held_back(reply: str) -> None:
+    heard = "Morning! I'm Wendeline and I keep goats."
+    seen = Seen(heard, heard, RecentReplies([]), "Name: Wendeline")
+    guard = OpeningGuard.for_step(ReplyForm(), seen)
+    assert streamed(guard, reply) == "" and guard.refused
+    assert guard.reasked(ReplyForm()).willing
+    fine = "I'm glad to meet you, Wendeline."
+    assert streamed(OpeningGuard.for_step(ReplyForm(), seen), fine) == fine
+
+
+class AlwaysAsking(Check):
+    """A check that asks for every try again, as two checks asking back and forth would."""
+
+    name = "always"
+
+    @classmethod
+    def for_step(cls, form: ReplyForm, seen: Seen) -> AlwaysAsking:
+        return cls()
+
+    def feed(self, piece: str) -> str:
+        return ""
+
+    def flush(self) -> str:
+        return ""
+
+    @property
+    def verdict(self) -> Verdict:
+        return Verdict.REASK
+
+
+def test_a_reply_asked_again_and_again_ends_in_one_plain_line(
+    stores: Stores, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """No chain of re-asks keeps the user waiting: after ``REASKS`` the step says it could
+    not reply."""
+    monkeypatch.setattr(
+        step.ReplyChecks, "for_step", classmethod(lambda *_: ReplyChecks([AlwaysAsking()]))
+    )
+    llm = ScriptedStream(*[say("A lighthouse cat named Pim.")] * (REASKS + 3))
+    turn = agent(llm, stores).respond(UserText("Tell me a story about a lighthouse cat."))
+    assert turn.reply == FALLBACK_MESSAGE
+    assert len(llm.calls) == REASKS + 1

@@ -37,7 +37,7 @@ from assistant.agent.shown_memories import ShownMemories
 from assistant.agent.speculation import Tally
 from assistant.agent.step import StepTaker
 from assistant.agent.step_request import StepRequests, form_for
-from assistant.agent.told import answer_told, told_note
+from assistant.agent.told import answer_told, asks_to_recall, told_note
 from assistant.agent.tools import TOOLS, Stores, Tool, by_name
 from assistant.agent.turn import AgentConfig, Turn, TurnIO, no_stage
 from assistant.agent.window_keeper import WindowKeeper
@@ -189,10 +189,12 @@ class Agent:
         if isinstance(event, UserText | UserUtterance):
             human = self._keep_about_user(event.text)
             said = self.context.user_said()
-            if held.only is None and not held.grounded and answer_told(event.text, said, human):
+            if held.only is None and answer_told(event.text, said, human):
                 # A question about what the user told that names neither them nor anyone
-                # ("When is the pottery class?"): answered from their words all the same.
-                held = replace(held, grounded=True)
+                # ("When is the pottery class?") is answered from their words all the same;
+                # one that asks for it as told opens saying it (asked freely, the 0.5B model
+                # answered around it, and was asked again: a second wait).
+                held = replace(held, grounded=True, recalling=asks_to_recall(event.text))
             told = told_note(event.text, said, human) if held.grounded else ""
             known = "\n".join(part for part in (constraints_for(event.text, human), told) if part)
         self.context.note_core_changes()  # the user may have edited it since the last turn

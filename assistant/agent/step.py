@@ -31,6 +31,11 @@ from assistant.llm.protocols import ToolCallingLLM
 
 log = logging.getLogger(__name__)
 
+# How many times one step's reply is asked for again by its checks at most: each re-ask's form
+# differs, but two checks could ask back and forth, and each try is a wait the user sits
+# through (chains of five tries were seen deep in a conversation with the 0.5B model).
+REASKS = 4
+
 
 class StepTaker:
     def __init__(
@@ -79,7 +84,7 @@ class StepTaker:
                 on_text(piece)
                 shown.append(piece)
 
-        attempt = 0
+        attempt = reasks = 0
         while attempt < self.config.attempts:
             attempt += 1
             streamed = ReplyStream(native is not None, self.requests.plain(form, native))
@@ -106,6 +111,11 @@ class StepTaker:
                 altered |= checks.altered
                 asker = checks.reask
                 if asker is not None:
+                    reasks += 1
+                    if reasks > REASKS:
+                        log.warning("every try of the reply was asked again: giving up")
+                        self.dispatcher.say_fallback(turn, on_text)
+                        return None
                     form = asker.reasked(form)
                     attempt -= 1  # a check's re-ask is no failed attempt
                     continue

@@ -62,6 +62,15 @@ def terms(text: str) -> set[str]:
 _OWN_NAME = "name"
 
 
+def user_name(human: str) -> str | None:
+    """The user's name as the human block has it ("Name: ...")."""
+    for line in human.splitlines():
+        key, _, value = line.partition(":")
+        if key.strip().lower() == _OWN_NAME and value.strip():
+            return value.strip().split()[0]
+    return None
+
+
 def _linked(human: str) -> dict[str, set[str]]:
     """Each word of the human block's lines with the words that name the same thing: a
     relation and the person's name ("Cousin: Tobiah"), a line's key and what it holds ("Work:
@@ -87,11 +96,13 @@ def linked_terms(question: str, human: str = "") -> dict[str, set[str]]:
 
 
 def _statements(said: Sequence[str]) -> Iterator[str]:
-    """The sentences of the user's messages ``said`` that state something (no question, no
-    bracketed note), oldest first."""
+    """The sentences of the user's messages ``said`` that state something (no question, nor a
+    request to be told, no bracketed note), oldest first."""
     for message in said:
         for statement in _SENTENCE.split(straight(message).strip()):
-            if statement and not statement.endswith("?") and not statement.startswith("["):
+            if not statement or statement.endswith("?") or statement.startswith("["):
+                continue
+            if not asks_for_told(statement):
                 yield statement
 
 
@@ -131,6 +142,25 @@ def asks_for_told(text: str) -> bool:
     """Whether ``text`` asks for something that may have been told: a question ("Where does
     she work?") or a request to be reminded of it ("Tell me again what he said.")."""
     return bool(_ASKS.match(straight(text)))
+
+
+# How a request opens that asks for what the user told, as told: to be reminded of it, whether
+# it is remembered, what was said or is known of someone.
+_RECALL = re.compile(
+    r"^\s*(?:(?:please\s+)?(?:can|could|would|will) you\s+)?(?:please\s+)?"
+    r"(?:remind me(?:\s+again)?,?\s+(?:who|what|when|where|which|how|about|of)\b"
+    r"|tell me again\b"
+    r"|(?:do|did) you (?:remember|recall)\b"
+    r"|what (?:did|have) i (?:tell|told|say|said|mention|mentioned)\b"
+    r"|what do you (?:know|remember) about\b)",
+    re.IGNORECASE,
+)
+
+
+def asks_to_recall(text: str) -> bool:
+    """Whether ``text`` asks for what the user told as told ("Remind me what ...", "Do you
+    remember ...", "What do you know about ..."): its answer says what they told."""
+    return bool(_RECALL.match(straight(text)))
 
 
 def about_themself(question: str) -> bool:

@@ -29,7 +29,7 @@ from assistant.agent.checks.opening import UNKNOWING
 from assistant.agent.checks.provenance import Sources
 from assistant.agent.checks.text import ENDS, LOWER, NAME_WORD, UPPER, normal, straight, words_of
 from assistant.agent.reply_form import ReplyForm
-from assistant.agent.told import answer_told
+from assistant.agent.told import answer_told, user_name
 
 # A sentence longer than this is checked and said in parts of this many words: a first
 # sentence that runs on (a long list) would otherwise be held for many seconds. A spoken
@@ -64,15 +64,6 @@ def own_name_in(sentence: str, name: str) -> bool:
         if not (addressed and sentence[match.end() : match.end() + 1] in (",", "!", ".", "?")):
             return True
     return False
-
-
-def user_name(human: str) -> str | None:
-    """The user's name as the human block has it ("Name: ...")."""
-    for line in human.splitlines():
-        key, _, value = line.partition(":")
-        if key.strip().lower() == "name" and value.strip():
-            return value.strip().split()[0]
-    return None
 
 
 def about_what_they_told(question: str, prompt: str) -> bool:

@@ -41,7 +41,7 @@ from assistant.agent.checks.recent import MIN_WORDS, opening
 from assistant.agent.checks.text import SWAPS, compared, normal, straight
 from assistant.agent.reply_form import ReplyForm
 from assistant.agent.routing import is_question
-from assistant.agent.told import answer_told
+from assistant.agent.told import answer_told, user_name
 from assistant.agent.tone import Tone, unwanted_openings, willing_for
 
 # How a refusal opens, after an apology or none.
@@ -141,6 +141,21 @@ UNASKED_JOKES = tuple(
 _ASKS_FOR_FUN = re.compile(r"\b(?:jokes?|funny|laugh|puns?|smile|cheer me up|amuse)\b", re.I)
 # How a reply that says back a note of the prompt opens: of the user, to them.
 THIRD_PERSON = ("the user ", "the user's ")
+
+
+def as_the_user(name: str | None) -> tuple[str, ...]:
+    """How a reply opens that speaks as the user named ``name``: answering a greeting that
+    gave the user's name, the 0.5B model introduced itself by it."""
+    if not name:
+        return ()
+    said = normal(name)
+    return tuple(
+        f"{opening} {said}{after}"
+        for opening in ("i'm", "i am", "my name is", "my name's")
+        for after in " ,.!"
+    )
+
+
 # How a reply opens that says it does not know (held back where the user said the answer).
 UNKNOWING = (*(apology + "i don't know" for apology in _APOLOGIES), "i do not know")
 
@@ -280,14 +295,14 @@ class OpeningGuard(Check):
         if not form.willing:
             # Nothing but the user's own words has a tone (a heartbeat's step answers none).
             unwanted = unwanted_openings(form.tone) + THIRD_PERSON if seen.heard.strip() else ()
+            unwanted += as_the_user(user_name(seen.human))
             if seen.heard.strip() and not _ASKS_FOR_FUN.search(seen.heard):
                 unwanted += UNASKED_JOKES
-            recall = form.grounded and answer_told(seen.heard, seen.said, seen.human)
-            if (
-                form.grounded
-                and not form.admitting
-                and (recall or diet_known(seen.heard, seen.human))
-            ):
+            # Held to say what was told, the reply cannot open so: a step asked again so by
+            # this guard is not asked again for it.
+            asking = form.grounded and not (form.admitting or form.recalling)
+            recall = asking and answer_told(seen.heard, seen.said, seen.human)
+            if asking and (recall or diet_known(seen.heard, seen.human)):
                 unwanted += UNKNOWING
             return cls(True, unwanted, copies, again, times, echo, recall=recall)
         # Armed after a refusal too (a re-ask after one wrote an earlier reply again, a
