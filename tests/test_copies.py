@@ -306,3 +306,24 @@ def test_an_answer_saying_it_does_not_know_who_the_user_told_of_is_asked_again()
         guard = OpeningGuard.for_step(form, Seen(asked, "", RecentReplies(), "", said))
         text = "I don't know who she is."
         assert guard.feed(text) + guard.flush() == text and guard.verdict is Verdict.PASS
+
+
+def test_a_request_to_recall_asked_again_gets_its_answer_again_owned() -> None:
+    """A request to be told is a question: its same answer the second time is owned, not a
+    copy asked again (asked again, the 0.5B model went round to the fallback line)."""
+    from assistant.agent.checks.check import Seen, Verdict
+    from assistant.agent.reply_form import ReplyForm
+
+    replies = RecentReplies()
+    asked = "Remind me what I told you about my aunt."
+    answer = "You told me that your aunt Berthe keeps bees in Vichy."
+    replies.hear(asked)
+    replies.add(answer)
+    replies.hear("I bought a new kettle.")
+    replies.add("A new kettle is a fine thing to have.")
+    guard = OpeningGuard.for_step(ReplyForm(grounded=True), Seen(asked, "", replies, ""))
+    shown = "".join(guard.feed(answer[i : i + 3]) for i in range(0, len(answer), 3))
+    assert (
+        shown + guard.flush() == "As I said, you told me that your aunt Berthe keeps bees in Vichy."
+    )
+    assert guard.verdict is Verdict.TRIM

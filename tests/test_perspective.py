@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import pytest
 
+from assistant.agent.checks.check import Verdict
 from assistant.agent.checks.perspective import Perspective
 from assistant.agent.events import UserText
 from assistant.agent.tools import Stores
@@ -131,3 +132,11 @@ def test_the_agent_turns_an_answer_about_the_user_and_keeps_what_was_shown(
 def test_an_owned_answer_is_turned_after_its_lead_in(chunk: int) -> None:
     said = turned("As I said, my nephew is nine. I hope that helps.", chunk)
     assert said == "As I said, your nephew is nine. I hope that helps."
+
+
+def test_an_answer_saying_what_was_told_turns_the_user_s_words_after_it() -> None:
+    check = Perspective(armed=True, heard="Who is my manager?")
+    text = "You told me that my manager is Ottilie and I report to her."
+    shown = "".join(check.feed(text[i : i + 4]) for i in range(0, len(text), 4)) + check.flush()
+    assert shown == "You told me that your manager is Ottilie and you report to her."
+    assert check.verdict is Verdict.TRIM

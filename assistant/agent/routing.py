@@ -89,16 +89,15 @@ _NAME = re.compile(rf"(?<=[\w,] ){NAME_WORD}")
 
 
 def is_question(message: str) -> bool:
-    """Whether the user asks something."""
+    """Whether the user asks something: a question, or a request to be told what may have
+    been told ("Remind me what she said.")."""
     said = straight(message.strip())
-    return said.endswith("?") or bool(_QUESTION_OPENING.match(said))
+    return said.endswith("?") or bool(_QUESTION_OPENING.match(said)) or asks_for_told(said)
 
 
 def asks_about_their_life(message: str) -> bool:
     """A question about the user or someone they know ("When does Ysolde's lease run out?"),
     whose answer must come from what they said (a grounded reply, assistant/agent/tools.py);
-    not one of general knowledge or small talk ("How many grams are in a pound?"); asked as a
-    question or as a request to be reminded of it."""
+    not one of general knowledge or small talk ("How many grams are in a pound?")."""
     said = straight(message.strip())
-    asks = is_question(said) or asks_for_told(said)
-    return asks and bool(_FIRST_PERSON.search(said) or _NAME.search(said))
+    return is_question(said) and bool(_FIRST_PERSON.search(said) or _NAME.search(said))

@@ -13,10 +13,10 @@ from assistant.agent.naming import named_in_news, saying
 from assistant.agent.reply_form import ReplyForm
 from assistant.agent.routing import asks_about_their_life, first_tool
 from assistant.agent.speculation import Request
+from assistant.agent.told import RECALLED
 from assistant.agent.tone import tone_of
 from assistant.agent.tools import (
     COMPOSED_PATTERN,
-    RECALLED,
     RECALLING_PATTERN,
     UNKNOWN_PATTERN,
     Tool,

@@ -17,6 +17,9 @@ from collections.abc import Iterator, Sequence
 
 from assistant.agent.checks.text import straight
 
+# How an answer opens that says what the user told of what it asks (checks/grounding.py,
+# checks/evasion.py), in the user's words turned to speak to them (checks/perspective.py).
+RECALLED = "You told me that"
 # How many statements are quoted at most (the most words in common first, then the newest).
 STATEMENTS = 3
 # Words that tell nothing of what a question is about.

@@ -14,6 +14,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from assistant.agent.context import MEMORIES_HEAD
 from assistant.agent.core_memory import CoreMemory
 from assistant.agent.focus import focused
+from assistant.agent.told import RECALLED
 from memory.archival import ArchivalChunk, ArchivalStore
 from memory.graph.search import graph_search
 from memory.graph.store import GraphStore
@@ -164,8 +165,7 @@ def memory_day(written: datetime, now: datetime) -> str:
 # A grounded message whose answer is not known opens so and goes on to say what it does not
 # know (the whole message, as a grammar's pattern: no quote inside).
 UNKNOWN_PATTERN = "^I don't know,? [a-z][^\"]*$"
-# An answer that says what the user told of what it asks (checks/grounding.py).
-RECALLED = "You told me that"
+# An answer that says what the user told of what it asks (told.RECALLED).
 RECALLING_PATTERN = f'^{RECALLED} [a-z][^"]*$'
 # A message asked for at once (a poem, a story: routing.py): its lines may break, and it may not
 # end on a comma or a colon. Held to a plain JSON string, the 1.5B model closed the string

@@ -23,7 +23,7 @@ from assistant.agent.checks.check import Check, Seen, Verdict
 from assistant.agent.checks.opening import lead_in
 from assistant.agent.checks.text import SENTENCE_END, SWAPS, straight, turned_back
 from assistant.agent.reply_form import ReplyForm
-from assistant.agent.told import terms
+from assistant.agent.told import RECALLED, terms
 
 # Words after which a sentence opening is decided (or its end, if sooner).
 _OPENING_WORDS = 3
@@ -103,7 +103,7 @@ class Perspective(Check):
         out = ""
         while self._held:
             if self._turning is None and not self._begun:
-                said = lead_in(self._held)
+                said = _lead_in(self._held)
                 if said is None and not final:
                     return out
                 if said:
@@ -216,6 +216,20 @@ def _asked_of_i(question: str) -> frozenset[tuple[str, str, str]]:
 def _clause(sentence: str, kept: int) -> str:
     """The ``sentence`` after its first ``kept`` words."""
     return " ".join(sentence.split()[kept:])
+
+
+# An answer held to say what the user told goes on in their words: it is judged past it.
+_RECALLED = RECALLED + " "
+
+
+def _lead_in(text: str) -> int | None:
+    """How long the lead-in (an answer said again, or one saying what the user told) that
+    ``text`` opens with is: 0 for none, None while ``text`` could still become one."""
+    if text.startswith(_RECALLED):
+        return len(_RECALLED)
+    if _RECALLED.startswith(text):
+        return None
+    return lead_in(text)
 
 
 def _last_word_start(text: str) -> int:
