@@ -140,3 +140,17 @@ def test_an_answer_saying_what_was_told_turns_the_user_s_words_after_it() -> Non
     shown = "".join(check.feed(text[i : i + 4]) for i in range(0, len(text), 4)) + check.flush()
     assert shown == "You told me that your manager is Ottilie and you report to her."
     assert check.verdict is Verdict.TRIM
+
+
+@pytest.mark.parametrize(
+    ("text", "said"),
+    [
+        ("Sure, my son is twelve.", "Sure, your son is twelve."),
+        ("As I said, yes, my son is twelve.", "As I said, yes, your son is twelve."),
+        ("Yes, I am glad you asked.", "Yes, I am glad you asked."),
+    ],
+)
+def test_an_answer_is_judged_past_a_word_of_assent(text: str, said: str) -> None:
+    check = Perspective(armed=True, heard="How old is my son?")
+    shown = "".join(check.feed(text[i : i + 3]) for i in range(0, len(text), 3)) + check.flush()
+    assert shown == said

@@ -74,6 +74,8 @@ class Perspective(Check):
         self._after_i = False
         # Whether the current sentence's first word is out (a turned word after it is lower case).
         self._begun = False
+        # Whether the current sentence's lead-ins ("As I said, ", "Yes, ") are behind it.
+        self._led = False
         # The word before, in the sentence being turned (lower case).
         self._previous: str | None = None
 
@@ -102,13 +104,14 @@ class Perspective(Check):
     def _release(self, final: bool) -> str:
         out = ""
         while self._held:
-            if self._turning is None and not self._begun:
+            if self._turning is None and not self._led:
                 said = _lead_in(self._held)
                 if said is None and not final:
                     return out
                 if said:
                     out, self._held, self._begun = out + self._held[:said], self._held[said:], True
                     continue
+                self._led = True
             if self._turning is None:
                 decided = self._decide(final)
                 if decided is None:
@@ -132,7 +135,7 @@ class Perspective(Check):
                 return out
             out += self._turn(self._held[: end.end()])
             self._held = self._held[end.end() :]
-            self._turning, self._after_i, self._begun = None, False, False
+            self._turning, self._after_i, self._begun, self._led = None, False, False, False
             self._previous, self._keep, self._admission = None, 0, False
             self._possessive = False
         return out
@@ -218,16 +221,24 @@ def _clause(sentence: str, kept: int) -> str:
     return " ".join(sentence.split()[kept:])
 
 
-# An answer held to say what the user told goes on in their words: it is judged past it.
+# An answer held to say what the user told goes on in their words, and one may open with a
+# word of assent: it is judged past them.
 _RECALLED = RECALLED + " "
+_ASSENTS = ("yes", "sure", "okay", "ok", "no", "of course", "well", "right", "oh")
+_ASSENT = re.compile(rf"(?:{'|'.join(_ASSENTS)}),\s", re.IGNORECASE)
 
 
 def _lead_in(text: str) -> int | None:
-    """How long the lead-in (an answer said again, or one saying what the user told) that
-    ``text`` opens with is: 0 for none, None while ``text`` could still become one."""
+    """How long the lead-in (an answer said again, one saying what the user told, a word of
+    assent) that ``text`` opens with is: 0 for none, None while ``text`` could still become
+    one."""
     if text.startswith(_RECALLED):
         return len(_RECALLED)
-    if _RECALLED.startswith(text):
+    assent = _ASSENT.match(text)
+    if assent is not None and assent.end() < len(text):
+        return assent.end()
+    start = text.lower()
+    if any(lead.startswith(start) for lead in (_RECALLED.lower(), *(f"{a}, " for a in _ASSENTS))):
         return None
     return lead_in(text)
 
