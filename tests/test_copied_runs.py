@@ -308,3 +308,16 @@ def test_a_core_block_restated_after_the_summary_is_framed_as_a_note() -> None:
     check = CopiedRun(notes, facts)
     shown, _ = streamed(check, "Lovely. human now reads: Name: Ines Partner: Tomas")
     assert "now reads" not in shown and check.verdict is not Verdict.PASS
+
+
+def test_an_answer_held_to_say_what_was_told_may_say_it_as_an_earlier_reply_did() -> None:
+    """Asked again what they told, the user gets it again: held to "You told me that ", the
+    answer was stopped as a copy of the reply that said it first, and left at its lead."""
+    seen = Seen("Where do I swim?", NOTES, RecentReplies(EARLIER), "", notes=NOTES, facts=FACTS)
+    reply = (
+        "You told me that you swim. Mornings: a calm bay at dawn is a good place to start a swim."
+    )
+    free = CopiedRun.for_step(ReplyForm(grounded=True), seen)
+    assert streamed(free, reply)[0] != reply and free.verdict is not Verdict.PASS
+    recalling = CopiedRun.for_step(ReplyForm(grounded=True, recalling=True), seen)
+    assert streamed(recalling, reply)[0] == reply and recalling.verdict is Verdict.PASS
