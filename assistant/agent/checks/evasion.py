@@ -12,19 +12,17 @@ with what follows it, so nothing of an evasive reply has been shown when it is a
 
 from __future__ import annotations
 
-import re
 from dataclasses import replace
 from typing import Self
 
 from assistant.agent.checks.check import HoldingCheck, Seen, Verdict
-from assistant.agent.checks.text import ENDS
+from assistant.agent.checks.text import SENTENCE_END
 from assistant.agent.reply_form import ReplyForm
 from assistant.agent.told import answering_words, terms, told_answer
 
 # A sentence of at least this many words that names nothing told is an evasive answer; a
 # shorter one may be an opening before the answer ("Of course!").
 MIN_WORDS = 4
-_SENTENCE_END = re.compile(rf"(?<=[{re.escape(''.join(ENDS))}])\s")
 
 
 class EvasiveAnswer(HoldingCheck):
@@ -56,7 +54,7 @@ class EvasiveAnswer(HoldingCheck):
         whole_words, _, _ = self._held.rpartition(" ")  # the last word may be cut short
         if self._answering & terms(whole_words):
             return self._release()
-        sentences = _SENTENCE_END.split(self._held)[:-1]  # the last has not ended yet
+        sentences = SENTENCE_END.split(self._held)[:-1]  # the last has not ended yet
         if any(len(sentence.split()) >= MIN_WORDS for sentence in sentences):
             self.evaded = True
         return ""

@@ -215,8 +215,8 @@ class CopiedRun(Check):
 
     @classmethod
     def for_step(cls, form: ReplyForm, seen: Seen) -> Self:
-        # An answer held to say what the user told may say it as an earlier reply did (the
-        # user asked for it again); stopped as a copy, it was left at "You told me".
+        # An answer held to say what the user told says it as an earlier reply may have
+        # (one about them as a whole, or the same question asked before): no copy of it.
         earlier = [] if form.recalling else seen.recent.sentences()
         may_reask = len(form.avoiding) < COPY_REASKS
         return cls(seen.notes, seen.facts, earlier, may_reask, hold_cheer=form.willing)
