@@ -222,7 +222,7 @@ def test_a_summary_finished_during_a_turn_waits_for_the_turn_boundary(
     assert agent.compactor is not None
     fill(agent)
     model.replies = [reply]
-    agent.respond(UserText("Tell me about the ivy."))
+    agent.respond(UserText("I will water the ivy tomorrow."))
     assert swapped_during_reply == [False]
     assert agent.context.summary == background.summary, "swapped in once the reply was out"
     assert agent.context.messages()[-1]["content"].endswith(background.summary)

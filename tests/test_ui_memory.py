@@ -5,7 +5,8 @@ endpoint is sent shows what the agent's next turn retrieved after an edit on scr
 from __future__ import annotations
 
 import gc
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from datetime import datetime, timedelta
 from typing import Any
 
@@ -53,6 +54,20 @@ async def open_memory(app: BrainApp, pilot: Pilot[Any]) -> MemoryScreen:
     return screen
 
 
+@contextmanager
+def seeded_app(
+    loaded_for: Callable[..., LoadedConfig],
+    start_service: Callable[..., InProcess],
+    embedder: OnnxSentenceEmbedder,
+) -> Iterator[tuple[BrainApp, ScriptedEndpoint]]:
+    """The app on a service of the seeded memories, whose LLM notes whatever it is told."""
+    with scripted_endpoint("stream", action("Noted.")) as (url, endpoint):
+        loaded = loaded_for(**{"llm.base_url": url})
+        seed(loaded, embedder)
+        start_service(loaded)
+        yield BrainApp(loaded), endpoint
+
+
 async def reload(screen: MemoryScreen, action: Callable[[], object]) -> None:
     """Do ``action`` and wait until the table shows a page loaded after it."""
     before = screen.loads
@@ -95,11 +110,7 @@ async def test_edit_delete_and_undo_on_screen_reach_the_agents_next_turn(
     start_service: Callable[..., InProcess],
     embedder: OnnxSentenceEmbedder,
 ) -> None:
-    with scripted_endpoint("stream", action("Noted.")) as (url, endpoint):
-        loaded = loaded_for(**{"llm.base_url": url})
-        seed(loaded, embedder)
-        start_service(loaded)
-        app = BrainApp(loaded)
+    with seeded_app(loaded_for, start_service, embedder) as (app, endpoint):
         async with app.run_test(size=SIZE) as pilot:
             screen = await open_memory(app, pilot)
             assert len(table_texts(screen)) == 5
@@ -162,11 +173,7 @@ async def test_a_page_asked_for_before_the_cursor_moved_leaves_it_where_the_user
     """A page is asked for again whenever the screen is shown or the memories change; the
     user's cursor moves while it is on its way. The page that arrives keeps the cursor on the
     row it is on then, not on the row it was on when the page was asked for."""
-    with scripted_endpoint("stream", action("Noted.")) as (url, _):
-        loaded = loaded_for(**{"llm.base_url": url})
-        seed(loaded, embedder)
-        start_service(loaded)
-        app = BrainApp(loaded)
+    with seeded_app(loaded_for, start_service, embedder) as (app, _):
         async with app.run_test(size=SIZE) as pilot:
             screen = await open_memory(app, pilot)
             table = screen.query_one(MemoryTable)
