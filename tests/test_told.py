@@ -139,3 +139,10 @@ def test_a_question_about_what_was_told_naming_no_one_is_answered_from_it(stores
     # The made-up hour was never shown: asked again, held to say what was told.
     assert turn.reply == "You told me that it is Thursday."
     assert len(llm.calls) == 3
+
+
+def test_a_reminder_about_something_is_no_request_to_be_told() -> None:
+    """Routing sets a reminder for "Remind me about ..."; only a wh-word after "remind me"
+    asks for what was told."""
+    assert not asks_for_told("Remind me about the meeting at 3.")
+    assert asks_for_told("Remind me who Tobiah is.") and asks_for_told("Tell me about Tobiah.")

@@ -130,8 +130,9 @@ def bearing_on(question: str, said: Sequence[str], human: str = "") -> list[str]
 _ASKS = re.compile(
     r"^\s*(?:(?:please\s+)?(?:can|could|would|will) you\s+)?"
     r"(?:(?:(?:do|did) you (?:remember|recall|know)\s+)?(?:who|what|when|where|which|how)\b"
-    r"|(?:please\s+)?(?:remind|tell) me(?:\s+again)?,?\s+"
-    r"(?:who|what|when|where|which|how|about|of)\b)",
+    r"|(?:please\s+)?(?:remind|tell) me(?:\s+again)?,?\s+(?:who|what|when|where|which|how)\b"
+    # "Remind me about ..." sets a reminder (routing.py); "tell me about ..." asks.
+    r"|(?:please\s+)?tell me(?:\s+again)?\s+about\b)",
     re.IGNORECASE,
 )
 # A question about the user as a whole, and the words of a sentence they said about themself.
@@ -151,7 +152,7 @@ def asks_for_told(text: str) -> bool:
 # it is remembered, what was said or is known of someone.
 _RECALL = re.compile(
     r"^\s*(?:(?:please\s+)?(?:can|could|would|will) you\s+)?(?:please\s+)?"
-    r"(?:remind me(?:\s+again)?,?\s+(?:who|what|when|where|which|how|about|of)\b"
+    r"(?:remind me(?:\s+again)?,?\s+(?:who|what|when|where|which|how)\b"
     r"|tell me again\b"
     r"|(?:do|did) you (?:remember|recall)\b"
     r"|what (?:did|have) i (?:tell|told|say|said|mention|mentioned)\b"
